@@ -1,0 +1,82 @@
+# shellcheck shell=bash
+# Shared by scripts/test.sh, scripts/run-main.sh and scripts/check-install.sh:
+# the packages the build needs and the one way every tree is configured.
+# Source it; it defines functions only (and CG_ROOT).
+
+CG_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CG_APT_PACKAGES=(build-essential cmake pkg-config libopenblas-dev libcriterion-dev)
+
+# Prints the packages (or, off Debian, the tools) that are missing, one a line.
+cg_missing_packages() {
+    if command -v dpkg-query >/dev/null 2>&1; then
+        local p
+        for p in "${CG_APT_PACKAGES[@]}"; do
+            dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
+                echo "$p"
+        done
+    else
+        local t
+        for t in cc make cmake pkg-config; do
+            command -v "$t" >/dev/null 2>&1 || echo "$t"
+        done
+        if command -v pkg-config >/dev/null 2>&1; then
+            pkg-config --exists openblas || echo "openblas (pkg-config module)"
+            pkg-config --exists criterion || echo "criterion (pkg-config module)"
+        fi
+    fi
+}
+
+# Installs the build's packages when any is missing; does nothing when all are
+# there. As root it runs apt-get itself, otherwise through sudo when there is
+# one; else it says what to install and fails.
+cg_ensure_deps() {
+    local missing
+    missing=$(cg_missing_packages | tr '\n' ' ')
+    missing=${missing% }
+    if [ -z "$missing" ]; then
+        echo "packages: all present (${CG_APT_PACKAGES[*]})"
+        return 0
+    fi
+    echo "packages: missing: $missing"
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "no apt-get here: install the equivalents of ${CG_APT_PACKAGES[*]}" \
+            "(a C compiler, make, CMake >= 3.18, pkg-config, OpenBLAS, Criterion) and rerun" >&2
+        return 1
+    fi
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1; then
+            sudo=(sudo)
+        else
+            echo "not root and no sudo: as root, run" >&2
+            echo "  apt-get update && apt-get install -y ${CG_APT_PACKAGES[*]}" >&2
+            return 1
+        fi
+    fi
+    "${sudo[@]}" apt-get update &&
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${CG_APT_PACKAGES[@]}"
+}
+
+# cg_configure BUILD_DIR BUILD_TYPE SANITIZE [more cmake args...]
+# Every option is passed each time, so a tree never keeps a stale cached value.
+cg_configure() {
+    local dir=$1 type=$2 sanitize=$3
+    shift 3
+    cmake -S "$CG_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DCONVGRAD_SANITIZE="$sanitize" \
+        -DCONVGRAD_BUILD_TESTS=ON -DCONVGRAD_BUILD_EXAMPLES=ON "$@"
+}
+
+cg_build() {
+    cmake --build "$1" -j"$(nproc)" "${@:2}"
+}
+
+# Prints the path of the executable built for target $2 in tree $1, if the
+# tree defines that target; prints nothing otherwise.
+cg_target_executable() {
+    local dir=$1 target=$2 targets
+    # (Read it all first: grep -q on a pipe would stop cmake early, and
+    # under pipefail that SIGPIPE would read as "no such target".)
+    targets=$(cmake --build "$dir" --target help 2>/dev/null) || true
+    grep -Eq "(^|[[:space:].])${target}([[:space:]:]|$)" <<<"$targets" || return 0
+    find "$dir" -type f -name "$target" -perm -u+x 2>/dev/null | head -n 1
+}

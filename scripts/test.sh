@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Runs every test, from a clean clone on a fresh Debian 12 machine:
+#
+#   bash scripts/test.sh
+#
+#  1. installs the build's packages if any is missing (apt-get; see common.sh);
+#  2. configures and builds three trees and runs ctest in each:
+#       build/release  Release
+#       build/asan     RelWithDebInfo, -DCONVGRAD_SANITIZE=address (ASan + UBSan)
+#       build/tsan     RelWithDebInfo, -DCONVGRAD_SANITIZE=thread  (TSan)
+#     (the vendor card's two examples are ctest tests too), and runs the two
+#     examples once more in the open in the release tree;
+#  3. installs the release tree into a temporary prefix and builds a consumer
+#     project against it (scripts/check-install.sh).
+#
+# Prints a time per stage and ends with one line, 'N passed, N failed'
+# (', N skipped' when a failed stage kept later ones from running): each ctest
+# test counts once, and so does every other stage. Exits non-zero on any
+# failure. CONVGRAD_TREES="release asan" runs a subset of the trees (the
+# install check needs release).
+set -uo pipefail
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$CG_ROOT" || exit 1
+
+# Sanitizer reports end the run with a stack; values already set are kept.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+
+trees=${CONVGRAD_TREES:-release asan tsan}
+logdir=$CG_ROOT/build/logs
+mkdir -p "$logdir"
+
+passed=0
+failed=0
+skipped=0
+summary=()
+release_built=0
+
+now_ms() { date +%s%3N; }
+seconds_since() { awk -v a="$1" -v b="$(now_ms)" 'BEGIN { printf "%.1fs", (b - a) / 1000 }'; }
+
+# note STATUS NAME TIME: one line of the final table.
+note() { summary+=("$(printf '%-7s %-34s %s' "$1" "$2" "$3")"); }
+
+# stage NAME COMMAND...: runs one counted stage, timed.
+stage() {
+    local name=$1
+    shift
+    echo
+    echo "==> $name"
+    local t0 rc
+    t0=$(now_ms)
+    "$@"
+    rc=$?
+    local t
+    t=$(seconds_since "$t0")
+    if [ "$rc" -eq 0 ]; then
+        passed=$((passed + 1))
+        echo "<== $name: PASS ($t)"
+        note PASS "$name" "$t"
+    else
+        failed=$((failed + 1))
+        echo "<== $name: FAIL, exit $rc ($t)"
+        note FAIL "$name" "$t"
+    fi
+    return "$rc"
+}
+
+skip() {
+    skipped=$((skipped + 1))
+    echo "--- $1: skipped ($2)"
+    note SKIP "$1" "($2)"
+}
+
+skip_examples() {
+    local ex
+    for ex in card_shared_fp32 card_private_fp32; do
+        skip "$ex ($1)" "$2"
+    done
+}
+
+# ctest_stage TREE: runs ctest; each test counts once.
+ctest_stage() {
+    local tree=$1 name="ctest ($1)"
+    local log=$logdir/ctest-$tree.log
+    echo
+    echo "==> $name"
+    local t0 rc
+    t0=$(now_ms)
+    (cd "build/$tree" && ctest --output-on-failure --no-tests=error) 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    local t
+    t=$(seconds_since "$t0")
+    # "100% tests passed, 0 tests failed out of 7"
+    local line total bad
+    line=$(grep -E '[0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1)
+    if [ -n "$line" ]; then
+        bad=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+        total=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")
+        passed=$((passed + total - bad))
+        failed=$((failed + bad))
+        # ctest failing with every test passed (it should not): count that too.
+        if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then failed=$((failed + 1)); fi
+        echo "<== $name: $((total - bad)) of $total passed, exit $rc ($t)"
+        note "$([ "$rc" -eq 0 ] && echo PASS || echo FAIL)" "$name: $((total - bad))/$total" "$t"
+    else
+        failed=$((failed + 1))
+        echo "<== $name: FAIL, exit $rc, no ctest summary: no test found, or ctest died ($t)"
+        note FAIL "$name: no test result" "$t"
+    fi
+}
+
+run_tree() {
+    local tree=$1 type sanitize
+    case "$tree" in
+    release) type=Release sanitize= ;;
+    asan) type=RelWithDebInfo sanitize=address ;;
+    tsan) type=RelWithDebInfo sanitize=thread ;;
+    *)
+        echo "unknown tree '$tree' (release, asan or tsan)"
+        failed=$((failed + 1))
+        return
+        ;;
+    esac
+    local dir=build/$tree
+    if ! stage "configure ($tree)" cg_configure "$dir" "$type" "$sanitize"; then
+        skip "build ($tree)" "configure failed"
+        skip "ctest ($tree)" "configure failed"
+        [ "$tree" = release ] && skip_examples "$tree" "configure failed"
+        return
+    fi
+    if ! stage "build ($tree)" cg_build "$dir"; then
+        skip "ctest ($tree)" "build failed"
+        [ "$tree" = release ] && skip_examples "$tree" "build failed"
+        return
+    fi
+    [ "$tree" = release ] && release_built=1
+    ctest_stage "$tree"
+    # ctest runs the examples in every tree; release also runs them here, in
+    # the open, so their printed result is in the log.
+    if [ "$tree" = release ]; then
+        local ex
+        for ex in card_shared_fp32 card_private_fp32; do
+            stage "$ex ($tree)" "$dir/examples/$ex"
+        done
+    fi
+}
+
+total_t0=$(now_ms)
+echo "==> packages"
+t0=$(now_ms)
+if ! cg_ensure_deps; then
+    echo "<== packages: FAIL ($(seconds_since "$t0"))"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+echo "<== packages: done ($(seconds_since "$t0"))"
+
+for tree in $trees; do
+    run_tree "$tree"
+done
+
+case " $trees " in
+*" release "*)
+    if [ "$release_built" = 1 ]; then
+        stage "install + consumer (release)" bash scripts/check-install.sh build/release
+    else
+        skip "install + consumer (release)" "release build failed"
+    fi
+    ;;
+esac
+
+echo
+echo "==> summary (logs in build/logs; total $(seconds_since "$total_t0"))"
+printf '  %s\n' "${summary[@]}"
+if [ "$skipped" -gt 0 ]; then
+    echo "$passed passed, $failed failed, $skipped skipped"
+else
+    echo "$passed passed, $failed failed"
+fi
+[ "$failed" -eq 0 ] && [ "$skipped" -eq 0 ]

@@ -1,0 +1,22 @@
+/* What the operator needs from the emulated-core runtime beyond the public
+ * vendor names. Knows nothing of convolutions. */
+#ifndef CG_CORE_MASK_INTERNAL_H
+#define CG_CORE_MASK_INTERNAL_H
+#include <stddef.h>
+#include "convgrad.h"
+
+/* Mask of the launch the calling thread runs in as an emulated core; 0 outside. */
+int cm_launch_mask(void);
+
+/* Barrier of the library's own (user ids 0..15 are never touched) across the
+ * cores of core_mask, a subset of the calling launch. Disjoint subsets of one
+ * launch have separate barriers. Returns nonzero iff every arriving core
+ * passed ok != 0, so cores agree on failures without deadlock. Outside a
+ * launch it returns ok at once. */
+int cm_bar_all(int core_mask, int ok);
+
+/* The calling core's scratch, grown to at least `bytes` (64-byte aligned) and
+ * kept across launches, so steady-state calls allocate nothing. NULL if it
+ * cannot grow or the caller is not an emulated core. */
+void *cm_core_scratch(size_t bytes);
+#endif

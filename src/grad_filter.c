@@ -1,0 +1,317 @@
+/* The four entry points: validation, then `_p` on the calling thread, or
+ * `_s` split across the cores of core_mask (partials, barrier, reduction). */
+#include <stdint.h>
+#include <string.h>
+
+#include "core_mask/core_mask_internal.h"
+#include "fp16.h"
+#include "kernels.h"
+#include "plan.h"
+#include "reduce/reduce.h"
+#include "status.h"
+
+/* Elements the reduction and the epilogue handle at a time (on the stack). */
+enum { CHUNK = 512 };
+/* Reduction slices are whole cache lines of out_dw and of the partials. */
+enum { REDUCE_UNIT = 16 };
+/* Per-core depthwise accumulators of `_s` stay near this size (bytes). */
+enum { DEPTHWISE_ACC_TARGET_BYTES = 256 << 10 };
+
+typedef struct call {
+    cg_plan plan;
+    const void *dy, *x, *bias;
+    void *out_dw;
+    float *workspace;
+    int core_mask, core_num;
+    cg_status status; /* of the whole launch, set by logical core 0 */
+} call;
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static float bias_of_row(const call *c, int64_t row)
+{
+    if (!c->bias)
+        return 0.0f;
+    if (c->plan.dtype_size == sizeof(float))
+        return ((const float *)c->bias)[row];
+    uint16_t h;
+    memcpy(&h, (const unsigned char *)c->bias + 2 * row, sizeof h);
+    return cg_half_to_float(h);
+}
+
+/* out_dw[first + i] += sum[i] + bias[row], i < n: the only writes to out_dw.
+ * fp16 output is converted once, from float(out) + sum + bias. */
+static void finish_into_out(const call *c, size_t first, const float *sum, size_t n)
+{
+    float add[CHUNK], old[CHUNK];
+    const size_t row_len = (size_t)c->plan.row_len;
+    for (size_t done = 0; done < n;) {
+        size_t e = first + done, row = e / row_len;
+        size_t m = n - done < CHUNK ? n - done : CHUNK;
+        size_t row_end = (row + 1) * row_len; /* the chunk stops at a row's end */
+        if (e + m > row_end)
+            m = row_end - e;
+        float b = bias_of_row(c, (int64_t)row);
+        for (size_t i = 0; i < m; i++)
+            add[i] = sum[done + i] + b;
+        if (c->plan.dtype_size == sizeof(float)) {
+            float *out = (float *)c->out_dw + e;
+            for (size_t i = 0; i < m; i++)
+                out[i] += add[i];
+        } else {
+            unsigned char *out = (unsigned char *)c->out_dw + 2 * e;
+            cg_halves_to_floats(old, out, m);
+            for (size_t i = 0; i < m; i++)
+                old[i] += add[i];
+            cg_floats_to_halves(out, old, m);
+        }
+        done += m;
+    }
+}
+
+static cg_status validate(const void *dy, const void *x, const void *out_dw, const ConvParameter *p,
+                          size_t dtype_size, cg_plan *plan)
+{
+    if (!dy || !x || !out_dw || !p || !p->workspace_)
+        return CG_ERR_NULL_POINTER;
+    return cg_plan_make(p, dtype_size, plan);
+}
+
+/* ---- `_s`: one core's share ------------------------------------------ */
+
+static int64_t depthwise_block(const cg_plan *p, int64_t budget_floats)
+{
+    int64_t block = budget_floats / p->taps;
+    block = min64(block, min64(p->cout, CG_DEPTHWISE_MAX_BLOCK));
+    return block < 1 ? 1 : block;
+}
+
+typedef struct shared_share {
+    int64_t first, last; /* rows of the sum */
+    int64_t tile_rows;   /* general path */
+    int64_t block;       /* depthwise path: channels per block */
+    size_t scratch_bytes;
+} shared_share;
+
+static shared_share plan_share(const cg_plan *p, int rank, int members)
+{
+    shared_share s = {0};
+    cg_split_rows(p->rows, rank, members, &s.first, &s.last);
+    if (s.first == s.last)
+        return s;
+    if (p->path == CG_PATH_DEPTHWISE) {
+        s.block = depthwise_block(p, DEPTHWISE_ACC_TARGET_BYTES / (int64_t)sizeof(float));
+        s.scratch_bytes = (size_t)(p->taps * s.block) * sizeof(float);
+    } else {
+        s.tile_rows = cg_shared_tile_rows(p, s.last - s.first);
+        s.scratch_bytes =
+            (size_t)cg_general_scratch_floats(p, s.tile_rows, p->cout_g) * sizeof(float);
+    }
+    return s;
+}
+
+static void compute_partial(const call *c, const shared_share *s, float *scratch, float *partial)
+{
+    const cg_plan *p = &c->plan;
+    if (p->path == CG_PATH_DEPTHWISE) {
+        for (int64_t c0 = 0; c0 < p->cout; c0 += s->block) {
+            int64_t c1 = min64(p->cout, c0 + s->block);
+            cg_depthwise_rows(p, c->dy, c->x, c0, c1, s->first, s->last, scratch,
+                              partial + c0 * p->taps);
+        }
+        return;
+    }
+    for (int64_t g = 0; g < p->groups; g++)
+        cg_general_rows(p, c->dy, c->x, g, 0, p->cout_g, s->first, s->last, s->tile_rows, scratch,
+                        0.0f, partial + g * p->cout_g * p->row_len);
+}
+
+/* Sums the partials of the cores that had rows into this core's slice of
+ * out_dw, in core order. */
+static void reduce_slice(const call *c, int rank)
+{
+    const cg_plan *p = &c->plan;
+    int parts = (int)min64(c->core_num, p->rows); /* cores past `rows` had no rows */
+    size_t begin, end;
+    float sum[CHUNK];
+    cg_reduce_slice(p->dw_elems, REDUCE_UNIT, rank, c->core_num, &begin, &end);
+    for (size_t e = begin; e < end; e += CHUNK) {
+        size_t stop = end - e < CHUNK ? end : e + CHUNK;
+        cg_reduce_partials(sum, c->workspace, p->dw_elems, parts, e, stop);
+        finish_into_out(c, e, sum, stop - e);
+    }
+}
+
+static cg_status shared_core(const call *c, int rank)
+{
+    const cg_plan *p = &c->plan;
+    shared_share s = plan_share(p, rank, c->core_num);
+    float *scratch = s.scratch_bytes ? cm_core_scratch(s.scratch_bytes) : NULL;
+    /* every core agrees before anything is written */
+    if (!cm_bar_all(c->core_mask, !s.scratch_bytes || scratch))
+        return CG_ERR_NO_MEMORY;
+    if (s.first < s.last)
+        compute_partial(c, &s, scratch, c->workspace + (size_t)rank * p->dw_elems);
+    cm_bar_all(c->core_mask, 1); /* all partials written */
+    reduce_slice(c, rank);
+    cm_bar_all(c->core_mask, 1); /* out_dw complete, partials free to reuse */
+    return CG_OK;
+}
+
+static void shared_entry(void *arg)
+{
+    call *c = arg;
+    int rank = GetLogicCoreId(c->core_mask, get_core_id());
+    cg_status s = shared_core(c, rank);
+    if (rank == 0)
+        c->status = s;
+}
+
+static cg_status grad_filter_shared(const void *dy, const void *x, void *out_dw, const void *bias,
+                                    const ConvParameter *p, int core_mask, size_t dtype_size)
+{
+    call c = {.dy = dy, .x = x, .bias = bias, .out_dw = out_dw, .core_mask = core_mask};
+    cg_status s = validate(dy, x, out_dw, p, dtype_size, &c.plan);
+    if (s != CG_OK)
+        return s;
+    if (core_mask == 0)
+        return CG_ERR_CORE_MASK;
+    c.workspace = p->workspace_;
+    c.core_num = GetCoreNum(core_mask);
+    int id = get_core_id();
+    if (id < 0) { /* host mode: run the cores ourselves */
+        int rc = core_mask_launch(core_mask, shared_entry, &c);
+        return rc != 0 ? (cg_status)rc : c.status;
+    }
+    /* SPMD mode: every core of core_mask is already here */
+    if ((uint32_t)core_mask & ~(uint32_t)cm_launch_mask())
+        return CG_ERR_CORE_MASK;
+    if (!((uint32_t)core_mask & (1u << id)))
+        return CG_OK; /* this core is not one of core_mask's */
+    return shared_core(&c, GetLogicCoreId(core_mask, id));
+}
+
+/* ---- `_p`: one core, everything staged inside buffer_size_ floats ------ */
+
+/* Output channels per block and rows per tile that fit the budget: the
+ * block's float accumulator, then the tiles. */
+static void private_blocks(const cg_plan *p, int64_t *channels, int64_t *tile_rows)
+{
+    const int64_t budget = p->budget_floats, row_len = p->row_len;
+    int64_t block = min64(p->cout_g, budget / (2 * row_len));
+    if (block < 1)
+        block = 1;
+    for (;;) {
+        int64_t per_row = cg_general_scratch_floats(p, 1, block);
+        int64_t rows = per_row ? (budget - block * row_len) / per_row : p->rows;
+        if (rows >= 1 || block == 1) {
+            *channels = block;
+            *tile_rows = min64(rows < 1 ? 1 : rows, p->rows);
+            return;
+        }
+        block /= 2;
+    }
+}
+
+static void grad_filter_private_depthwise(const call *c)
+{
+    const cg_plan *p = &c->plan;
+    int64_t block = depthwise_block(p, p->budget_floats / 2);
+    float *acc = c->workspace, *sums = c->workspace + p->taps * block;
+    for (int64_t c0 = 0; c0 < p->cout; c0 += block) {
+        int64_t c1 = min64(p->cout, c0 + block);
+        cg_depthwise_rows(p, c->dy, c->x, c0, c1, 0, p->rows, acc, sums);
+        finish_into_out(c, (size_t)(c0 * p->taps), sums, (size_t)((c1 - c0) * p->taps));
+    }
+}
+
+static void grad_filter_private_general(const call *c)
+{
+    const cg_plan *p = &c->plan;
+    int64_t block, tile_rows;
+    private_blocks(p, &block, &tile_rows);
+    float *acc = c->workspace, *scratch = c->workspace + block * p->row_len;
+    for (int64_t g = 0; g < p->groups; g++)
+        for (int64_t co0 = 0; co0 < p->cout_g; co0 += block) {
+            int64_t co1 = min64(p->cout_g, co0 + block);
+            cg_general_rows(p, c->dy, c->x, g, co0, co1, 0, p->rows, tile_rows, scratch, 0.0f, acc);
+            finish_into_out(c, (size_t)((g * p->cout_g + co0) * p->row_len), acc,
+                            (size_t)((co1 - co0) * p->row_len));
+        }
+}
+
+static cg_status grad_filter_private(const void *dy, const void *x, void *out_dw, const void *bias,
+                                     const ConvParameter *p, size_t dtype_size)
+{
+    call c = {.dy = dy, .x = x, .bias = bias, .out_dw = out_dw, .core_num = 1};
+    cg_status s = validate(dy, x, out_dw, p, dtype_size, &c.plan);
+    if (s != CG_OK)
+        return s;
+    c.workspace = p->workspace_;
+    if (c.plan.path == CG_PATH_DEPTHWISE)
+        grad_filter_private_depthwise(&c);
+    else
+        grad_filter_private_general(&c);
+    return CG_OK;
+}
+
+/* ---- Public entry points ---------------------------------------------- */
+
+CG_API cg_status cg_fp_conv_grad_filter_s(const float *input_dy, const float *input_x,
+                                          float *out_dw, const float *bias,
+                                          const ConvParameter *conv_param, int core_mask)
+{
+    return cg_record_status(
+        grad_filter_shared(input_dy, input_x, out_dw, bias, conv_param, core_mask, sizeof(float)));
+}
+
+CG_API cg_status cg_hp_conv_grad_filter_s(const float16 *input_dy, const float16 *input_x,
+                                          float16 *out_dw, const float16 *bias,
+                                          const ConvParameter *conv_param, int core_mask)
+{
+    return cg_record_status(grad_filter_shared(input_dy, input_x, out_dw, bias, conv_param,
+                                               core_mask, sizeof(float16)));
+}
+
+CG_API cg_status cg_fp_conv_grad_filter_p(const float *input_dy, const float *input_x,
+                                          float *out_dw, const float *bias,
+                                          const ConvParameter *conv_param)
+{
+    return cg_record_status(
+        grad_filter_private(input_dy, input_x, out_dw, bias, conv_param, sizeof(float)));
+}
+
+CG_API cg_status cg_hp_conv_grad_filter_p(const float16 *input_dy, const float16 *input_x,
+                                          float16 *out_dw, const float16 *bias,
+                                          const ConvParameter *conv_param)
+{
+    return cg_record_status(
+        grad_filter_private(input_dy, input_x, out_dw, bias, conv_param, sizeof(float16)));
+}
+
+CG_API void fp_conv_grad_filter_s(float *input_dy, float *input_x, float *out_dw, float *bias,
+                                  ConvParameter *conv_param, int core_mask)
+{
+    cg_fp_conv_grad_filter_s(input_dy, input_x, out_dw, bias, conv_param, core_mask);
+}
+
+CG_API void hp_conv_grad_filter_s(float16 *input_dy, float16 *input_x, float16 *out_dw,
+                                  float16 *bias, ConvParameter *conv_param, int core_mask)
+{
+    cg_hp_conv_grad_filter_s(input_dy, input_x, out_dw, bias, conv_param, core_mask);
+}
+
+CG_API void fp_conv_grad_filter_p(float *input_dy, float *input_x, float *out_dw, float *bias,
+                                  ConvParameter *conv_param)
+{
+    cg_fp_conv_grad_filter_p(input_dy, input_x, out_dw, bias, conv_param);
+}
+
+CG_API void hp_conv_grad_filter_p(float16 *input_dy, float16 *input_x, float16 *out_dw,
+                                  float16 *bias, ConvParameter *conv_param)
+{
+    cg_hp_conv_grad_filter_p(input_dy, input_x, out_dw, bias, conv_param);
+}

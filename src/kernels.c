@@ -1,0 +1,206 @@
+#include "kernels.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "fp16.h"
+#include "gemm/gemm.h"
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* dst[0, n) = tensor[index, index + n) as floats, whatever the storage. */
+static void load_floats(float *dst, const void *tensor, int64_t index, int64_t n, size_t dtype_size)
+{
+    if (dtype_size == sizeof(float))
+        memcpy(dst, (const float *)tensor + index, (size_t)n * sizeof(float));
+    else
+        cg_halves_to_floats(dst, (const unsigned char *)tensor + 2 * index, (size_t)n);
+}
+
+/* Position of a row of the sum: row = (n * out_h + oh) * out_w + ow. */
+typedef struct pixel {
+    int64_t n, oh, ow;
+} pixel;
+
+static pixel pixel_of_row(const cg_plan *p, int64_t row)
+{
+    int64_t per_image = p->out_h * p->out_w;
+    int64_t in_image = row % per_image;
+    return (pixel){row / per_image, in_image / p->out_w, in_image % p->out_w};
+}
+
+static void next_pixel(const cg_plan *p, pixel *px)
+{
+    if (++px->ow < p->out_w)
+        return;
+    px->ow = 0;
+    if (++px->oh < p->out_h)
+        return;
+    px->oh = 0;
+    px->n++;
+}
+
+/* Element index of x[n][iy][ix][channel], or -1 where (iy, ix) is padding. */
+static int64_t x_index(const cg_plan *p, const pixel *px, int64_t kh, int64_t kw, int64_t channel)
+{
+    int64_t iy = px->oh * p->stride_h + kh * p->dil_h - p->pad_u;
+    int64_t ix = px->ow * p->stride_w + kw * p->dil_w - p->pad_l;
+    if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w)
+        return -1;
+    return ((px->n * p->in_h + iy) * p->in_w + ix) * p->cin + channel;
+}
+
+/* col[t][(kh*kw_count + kw)*cin_g + ci] = x at the tap, for `count` rows. */
+static void pack_im2col(const cg_plan *p, const void *x, int64_t group, int64_t first,
+                        int64_t count, float *col)
+{
+    pixel px = pixel_of_row(p, first);
+    for (int64_t t = 0; t < count; t++, next_pixel(p, &px)) {
+        float *dst = col + t * p->row_len;
+        for (int64_t kh = 0; kh < p->kernel_h; kh++)
+            for (int64_t kw = 0; kw < p->kernel_w; kw++) {
+                float *run = dst + (kh * p->kernel_w + kw) * p->cin_g;
+                int64_t at = x_index(p, &px, kh, kw, group * p->cin_g);
+                if (at < 0)
+                    memset(run, 0, (size_t)p->cin_g * sizeof(float));
+                else
+                    load_floats(run, x, at, p->cin_g, p->dtype_size);
+            }
+    }
+}
+
+/* dyt[t][c] = dy[first + t][channel + c] as floats. */
+static void pack_dy(const cg_plan *p, const void *dy, int64_t channel, int64_t channels,
+                    int64_t first, int64_t count, float *dyt)
+{
+    for (int64_t t = 0; t < count; t++)
+        load_floats(dyt + t * channels, dy, (first + t) * p->cout + channel, channels,
+                    p->dtype_size);
+}
+
+int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t tile_rows, int64_t cout_block)
+{
+    if (plan->path == CG_PATH_1X1 && plan->dtype_size == sizeof(float))
+        return 0;
+    int64_t dy_tile = plan->dtype_size == sizeof(float) ? 0 : tile_rows * cout_block;
+    return tile_rows * plan->row_len + dy_tile;
+}
+
+/* Rows of the sum from `row` on that are contiguous in both dy and x and all
+ * inside the input, for fp32 1x1 (stride 1, no pad: pixel (n, oh, ow) reads
+ * x[n][oh][ow]). Returns 0 and sets *skip where the rows read only zeros. */
+static int64_t direct_run(const cg_plan *p, int64_t row, int64_t last, int64_t *skip)
+{
+    pixel px = pixel_of_row(p, row);
+    *skip = 0;
+    if (px.oh >= p->in_h) { /* the rest of this image is below the input */
+        *skip = min64(last, (px.n + 1) * p->out_h * p->out_w) - row;
+        return 0;
+    }
+    if (px.ow >= p->in_w) { /* the rest of this line is right of the input */
+        *skip = min64(last, row + p->out_w - px.ow) - row;
+        return 0;
+    }
+    if (p->out_w != p->in_w) /* to the end of the line's valid part */
+        return min64(last - row, min64(p->in_w, p->out_w) - px.ow);
+    if (p->out_h != p->in_h) /* to the end of the image's valid lines */
+        return min64(last, (px.n * p->out_h + min64(p->in_h, p->out_h)) * p->out_w) - row;
+    return last - row;
+}
+
+static void direct_1x1_rows(const cg_plan *p, const float *dy, const float *x, int64_t co_first,
+                            int64_t co_last, int64_t first, int64_t last, float beta, float *dst)
+{
+    const int channels = (int)(co_last - co_first);
+    int wrote = 0;
+    for (int64_t row = first; row < last;) {
+        int64_t skip, len = min64(direct_run(p, row, last, &skip), INT_MAX / 2);
+        if (len == 0) {
+            row += skip;
+            continue;
+        }
+        pixel px = pixel_of_row(p, row);
+        const float *xrow = x + ((px.n * p->in_h + px.oh) * p->in_w + px.ow) * p->cin;
+        cg_gemm_atb(channels, (int)p->cin, (int)len, dy + row * p->cout + co_first, (int)p->cout,
+                    xrow, (int)p->cin, wrote ? 1.0f : beta, dst, (int)p->cin);
+        wrote = 1;
+        row += len;
+    }
+    if (!wrote && beta == 0.0f) /* every row read padding: the sum is zero */
+        memset(dst, 0, (size_t)channels * (size_t)p->cin * sizeof(float));
+}
+
+void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, int64_t group,
+                     int64_t co_first, int64_t co_last, int64_t first, int64_t last,
+                     int64_t tile_rows, float *scratch, float beta, float *dst)
+{
+    if (plan->path == CG_PATH_1X1 && plan->dtype_size == sizeof(float)) {
+        direct_1x1_rows(plan, dy, x, co_first, co_last, first, last, beta, dst);
+        return;
+    }
+    int64_t channels = co_last - co_first, channel = group * plan->cout_g + co_first;
+    float *col = scratch, *dy_tile = scratch + tile_rows * plan->row_len;
+    for (int64_t row = first; row < last; row += tile_rows) {
+        int64_t count = min64(tile_rows, last - row);
+        pack_im2col(plan, x, group, row, count, col);
+        const float *a = dy_tile;
+        int64_t lda = channels;
+        if (plan->dtype_size == sizeof(float)) {
+            a = (const float *)dy + row * plan->cout + channel;
+            lda = plan->cout;
+        } else {
+            pack_dy(plan, dy, channel, channels, row, count, dy_tile);
+        }
+        cg_gemm_atb((int)channels, (int)plan->row_len, (int)count, a, (int)lda, col,
+                    (int)plan->row_len, row == first ? beta : 1.0f, dst, (int)plan->row_len);
+    }
+}
+
+/* acc[c] += dy[c] * x[c]: the depthwise inner loop, cloned per ISA. Not
+ * under TSan, whose runtime is not up yet when ifunc resolvers run. */
+#if defined(__SANITIZE_THREAD__)
+#define CG_PER_ISA_CLONES
+#else
+#define CG_PER_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+CG_PER_ISA_CLONES static void multiply_add(float *restrict acc, const float *restrict dy,
+                                           const float *restrict x, int64_t n)
+{
+    for (int64_t c = 0; c < n; c++)
+        acc[c] += dy[c] * x[c];
+}
+
+void cg_depthwise_rows(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
+                       int64_t c_last, int64_t first, int64_t last, float *acc, float *dst)
+{
+    const int64_t channels = c_last - c_first, taps = plan->taps;
+    const int fp32 = plan->dtype_size == sizeof(float);
+    float dy_floats[CG_DEPTHWISE_MAX_BLOCK], x_floats[CG_DEPTHWISE_MAX_BLOCK];
+    memset(acc, 0, (size_t)(taps * channels) * sizeof(float));
+    pixel px = pixel_of_row(plan, first);
+    for (int64_t row = first; row < last; row++, next_pixel(plan, &px)) {
+        const float *dy_row = dy_floats;
+        if (fp32)
+            dy_row = (const float *)dy + row * plan->cout + c_first;
+        else
+            load_floats(dy_floats, dy, row * plan->cout + c_first, channels, 2);
+        for (int64_t kh = 0; kh < plan->kernel_h; kh++)
+            for (int64_t kw = 0; kw < plan->kernel_w; kw++) {
+                int64_t at = x_index(plan, &px, kh, kw, c_first);
+                if (at < 0)
+                    continue;
+                const float *x_row = x_floats;
+                if (fp32)
+                    x_row = (const float *)x + at;
+                else
+                    load_floats(x_floats, x, at, channels, 2);
+                multiply_add(acc + (kh * plan->kernel_w + kw) * channels, dy_row, x_row, channels);
+            }
+    }
+    for (int64_t c = 0; c < channels; c++) /* tap-major sums -> dw rows [c][tap] */
+        for (int64_t tap = 0; tap < taps; tap++)
+            dst[c * taps + tap] = acc[tap * channels + c];
+}

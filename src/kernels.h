@@ -1,0 +1,29 @@
+/* The per-core computations of the three paths. Each writes float sums over
+ * a range of rows of the long sum [first, last) into a destination block;
+ * where that block lives (a core's partial, or a `_p` accumulator) is the
+ * driver's business. Tensors are fp32 or fp16 as plan->dtype_size says. */
+#ifndef CG_KERNELS_H
+#define CG_KERNELS_H
+#include "plan.h"
+
+/* Scratch a tile of `tile_rows` needs in the general path: the im2col tile,
+ * then (fp16 only) dy converted for `cout_block` channels. In floats. */
+int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t tile_rows, int64_t cout_block);
+
+/* dst[co - co_first][k] (ld row_len) = (beta ? dst : 0) + sum over rows of
+ * dy[row][g*cout_g + co] * im2col(x)[row][k], for co in [co_first, co_last)
+ * of group g. `scratch` holds cg_general_scratch_floats(tile_rows, co_last -
+ * co_first) floats (unused by fp32 1x1, which multiplies x in place). */
+void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, int64_t group,
+                     int64_t co_first, int64_t co_last, int64_t first, int64_t last,
+                     int64_t tile_rows, float *scratch, float beta, float *dst);
+
+/* Depthwise: dst[c - c_first][tap] = sum over rows of dy[row][c] *
+ * x[in(row, tap)][c] for c in [c_first, c_last). `acc` holds taps * (c_last -
+ * c_first) floats. */
+void cg_depthwise_rows(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
+                       int64_t c_last, int64_t first, int64_t last, float *acc, float *dst);
+
+/* Most channels the depthwise kernel takes per block. */
+enum { CG_DEPTHWISE_MAX_BLOCK = 256 };
+#endif

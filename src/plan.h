@@ -1,0 +1,38 @@
+/* Everything that depends only on the shape: validation, the path, the
+ * sizes of the pieces. A pure function of ConvParameter and dtype, so tests
+ * can call it. */
+#ifndef CG_PLAN_H
+#define CG_PLAN_H
+#include <stddef.h>
+#include <stdint.h>
+#include "convgrad.h"
+
+typedef enum cg_path { CG_PATH_GENERAL, CG_PATH_DEPTHWISE, CG_PATH_1X1 } cg_path;
+
+typedef struct cg_plan {
+    /* the shape, widened so index arithmetic cannot overflow */
+    int64_t batch, in_h, in_w, out_h, out_w, cin, cout, kernel_h, kernel_w, groups;
+    int64_t pad_l, pad_u, dil_h, dil_w, stride_h, stride_w;
+    int64_t cin_g, cout_g; /* channels per group */
+    int64_t taps;          /* kernel_h * kernel_w */
+    int64_t row_len;       /* taps * cin_g: one dw row, and the width of im2col */
+    int64_t rows;          /* batch * out_h * out_w: the length of the sum */
+    size_t dw_elems;       /* cout * row_len */
+    size_t dtype_size;     /* 4 (fp_) or 2 (hp_) */
+    cg_path path;
+    int64_t budget_floats; /* buffer_size_: _p stages at most this many floats */
+} cg_plan;
+
+/* Validates every field of p (not the tensor pointers) and fills plan.
+ * Returns the first problem found, or CG_OK. */
+cg_status cg_plan_make(const ConvParameter *p, size_t dtype_size, cg_plan *plan);
+
+/* Name of a path, for messages and benchmarks. */
+const char *cg_path_name(cg_path path);
+
+/* Rows [*first, *last) of the sum that logical core `rank` of `members` takes. */
+void cg_split_rows(int64_t rows, int rank, int members, int64_t *first, int64_t *last);
+
+/* Rows of im2col per tile for `_s`, whose per-core scratch is bounded. */
+int64_t cg_shared_tile_rows(const cg_plan *plan, int64_t rows_of_core);
+#endif

@@ -1,0 +1,52 @@
+#include "status.h"
+
+static _Thread_local cg_status last_status = CG_OK;
+
+cg_status cg_record_status(cg_status s)
+{
+    last_status = s;
+    return s;
+}
+
+CG_API cg_status cg_last_status(void)
+{
+    return last_status;
+}
+
+CG_API const char *cg_status_message(cg_status s)
+{
+    switch (s) {
+    case CG_OK:
+        return "success";
+    case CG_ERR_NULL_POINTER:
+        return "a required pointer is NULL (input_dy, input_x, out_dw, conv_param or workspace_)";
+    case CG_ERR_BAD_SIZE:
+        return "a size is not positive (batch, input/output height or width, channels or kernel "
+               "size)";
+    case CG_ERR_BAD_GROUP:
+        return "group_ must be >= 1 and divide both input_channel_ and output_channel_";
+    case CG_ERR_BAD_STRIDE:
+        return "stride_h_ and stride_w_ must be >= 1";
+    case CG_ERR_BAD_DILATION:
+        return "dilation_h_ and dilation_w_ must be >= 1";
+    case CG_ERR_BAD_PAD:
+        return "pad_l_, pad_u_, pad_d_ and pad_r_ must be >= 0";
+    case CG_ERR_BATCH_MISMATCH:
+        return "input_batch_ must equal output_batch_";
+    case CG_ERR_BUFFER_TOO_SMALL:
+        return "buffer_size_ (bytes) is under its lower bound 2*(Kh*Kw*Cin/G)*sizeof(dtype); "
+               "see cg_grad_filter_min_buffer_size";
+    case CG_ERR_CORE_MASK:
+        return "core_mask is 0, or names a core outside the calling launch";
+    case CG_ERR_OVERFLOW:
+        return "an element or byte count of these sizes overflows (size_t, or int for "
+               "buffer_size_)";
+    case CG_ERR_CORE_BUSY:
+        return "a core of core_mask is busy in another launch";
+    case CG_ERR_NO_MEMORY:
+        return "the library could not allocate its per-core scratch";
+    case CG_ERR_THREAD:
+        return "the thread of an emulated core could not be started";
+    }
+    return "unknown convgrad status";
+}

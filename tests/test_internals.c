@@ -1,0 +1,234 @@
+/* The library's internal pieces, each against a plain version of itself:
+ * fp16 conversion, the shape-only plan (paths, splits), the fixed-order
+ * reduction, and the steady-state promise that a call allocates nothing. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fp16.h"
+#include "plan.h"
+#include "reduce/reduce.h"
+#include "support.h"
+
+/* ---- fp16 -------------------------------------------------------------- */
+
+Test(fp16, every_half_converts_exactly_to_float)
+{
+    static uint16_t halves[65536];
+    static float fast[65536], portable[65536];
+    for (int i = 0; i < 65536; i++)
+        halves[i] = (uint16_t)i;
+    cg_halves_to_floats(fast, halves, 65536);
+    cg_halves_to_floats_scalar(portable, halves, 65536);
+    for (int i = 0; i < 65536; i++) {
+        float want = ref_half_to_float((uint16_t)i);
+        if (isnan(want)) {
+            cr_assert(isnan(fast[i]) && isnan(portable[i]), "half %#06x: nan expected", i);
+            continue;
+        }
+        cr_assert(memcmp(&fast[i], &want, 4) == 0, "half %#06x: bulk %a, want %a", i, fast[i],
+                  want);
+        cr_assert(memcmp(&portable[i], &want, 4) == 0, "half %#06x: scalar %a, want %a", i,
+                  portable[i], want);
+    }
+}
+
+/* Floats across every exponent a half can reach, plus the rounding edges:
+ * each converts like the tests' own round-to-nearest-even. */
+Test(fp16, floats_round_to_nearest_even)
+{
+    enum { N = 1 << 16 };
+    static float f[N];
+    static uint16_t fast[N], portable[N];
+    cgt_rng rng;
+    cgt_rng_seed(&rng, cgt_base_seed());
+    for (int round = 0; round < 64; round++) {
+        for (int i = 0; i < N; i++) {
+            uint32_t bits = (uint32_t)cgt_rng_next(&rng);
+            if (i % 4 != 0) /* exponents near half's range, where rounding happens */
+                bits = (bits & 0x807fffffu) | ((uint32_t)(98 + cgt_rng_int(&rng, 0, 46)) << 23);
+            if (i % 8 == 1) /* exactly halfway between two halves */
+                bits = (bits & 0xffffe000u) | 0x1000u;
+            memcpy(&f[i], &bits, 4);
+        }
+        cg_floats_to_halves(fast, f, N);
+        cg_floats_to_halves_scalar(portable, f, N);
+        for (int i = 0; i < N; i++) {
+            uint16_t want = ref_float_to_half(f[i]);
+            int nan = isnan(f[i]);
+            cr_assert(nan ? (fast[i] & 0x7fff) > 0x7c00 : fast[i] == want,
+                      "float %a: bulk %#06x, want %#06x", f[i], fast[i], want);
+            cr_assert(nan ? (portable[i] & 0x7fff) > 0x7c00 : portable[i] == want,
+                      "float %a: scalar %#06x, want %#06x", f[i], portable[i], want);
+        }
+    }
+}
+
+/* ---- the plan ---------------------------------------------------------- */
+
+static ConvParameter shape(int cin, int cout, int g, int k, int stride, int dil, int pad)
+{
+    cgt_shape s = {.n = 2,
+                   .h = 9,
+                   .w = 7,
+                   .cin = cin,
+                   .cout = cout,
+                   .kh = k,
+                   .kw = k,
+                   .g = g,
+                   .sh = stride,
+                   .sw = stride,
+                   .dh = dil,
+                   .dw = dil,
+                   .pu = pad,
+                   .pd = pad,
+                   .pl = pad,
+                   .pr = pad};
+    return cgt_param(&s);
+}
+
+Test(plan, paths_follow_the_contract_conditions)
+{
+    const ConvParameter cases[] = {
+        shape(8, 8, 8, 3, 1, 1, 1),  shape(8, 8, 8, 3, 2, 1, 0), shape(8, 8, 8, 3, 1, 2, 1),
+        shape(8, 16, 8, 3, 1, 1, 1), shape(8, 8, 1, 1, 1, 1, 0), shape(8, 8, 1, 1, 2, 1, 0),
+        shape(8, 8, 1, 1, 1, 2, 0),  shape(8, 8, 1, 1, 1, 1, 1), shape(8, 8, 2, 1, 1, 1, 0),
+        shape(1, 1, 1, 1, 1, 1, 0),  shape(1, 1, 1, 3, 1, 1, 0), shape(4, 8, 2, 3, 1, 1, 0)};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        for (int asym = 0; asym < 2; asym++) {
+            ConvParameter p = cases[i];
+            if (asym) /* a lone bottom/right pad also rules 1x1 out */
+                p.pad_r_ = 1;
+            cg_plan plan;
+            cr_assert_eq(cg_plan_make(&p, 4, &plan), CG_OK);
+            cgt_path want = cgt_path_of(&p);
+            cg_path got = plan.path;
+            int same = (want == CGT_PATH_DEPTHWISE && got == CG_PATH_DEPTHWISE) ||
+                       (want == CGT_PATH_1X1 && got == CG_PATH_1X1) ||
+                       (want == CGT_PATH_GENERAL && got == CG_PATH_GENERAL);
+            char desc[256];
+            cgt_param_str(&p, desc, sizeof desc);
+            cr_assert(same, "%s: plan chose %s, the contract says %s", desc, cg_path_name(got),
+                      cgt_path_name(want));
+        }
+    }
+}
+
+/* The rows of the long sum go to the cores whole, once, in order, balanced
+ * to within one row: also for fewer rows than cores. */
+Test(plan, row_split_covers_every_row_once_balanced)
+{
+    const int64_t rows[] = {1, 2, 3, 31, 32, 33, 1000, 100003, (int64_t)1 << 40};
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        for (int members = 1; members <= 32; members++) {
+            int64_t next = 0, lo = INT64_MAX, hi = 0;
+            for (int r = 0; r < members; r++) {
+                int64_t first, last;
+                cg_split_rows(rows[i], r, members, &first, &last);
+                cr_assert_eq(first, next, "rows %lld, core %d of %d", (long long)rows[i], r,
+                             members);
+                cr_assert(last >= first);
+                lo = last - first < lo ? last - first : lo;
+                hi = last - first > hi ? last - first : hi;
+                next = last;
+            }
+            cr_assert_eq(next, rows[i]);
+            cr_assert(hi - lo <= 1, "rows %lld over %d cores: %lld..%lld", (long long)rows[i],
+                      members, (long long)lo, (long long)hi);
+        }
+}
+
+Test(plan, reduction_slices_are_disjoint_whole_lines)
+{
+    const size_t sizes[] = {1, 15, 16, 17, 100, 4096, 4097, 2359296};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        for (int members = 1; members <= 32; members++) {
+            size_t next = 0;
+            for (int r = 0; r < members; r++) {
+                size_t b, e;
+                cg_reduce_slice(sizes[i], 16, r, members, &b, &e);
+                cr_assert_eq(b, next, "n %zu core %d of %d", sizes[i], r, members);
+                cr_assert(e >= b && (b % 16 == 0 || b == sizes[i]));
+                next = e;
+            }
+            cr_assert_eq(next, sizes[i]);
+        }
+}
+
+Test(plan, shared_tiles_stay_bounded)
+{
+    ConvParameter p = shape(512, 512, 1, 3, 1, 1, 1);
+    cg_plan plan;
+    cr_assert_eq(cg_plan_make(&p, 4, &plan), CG_OK);
+    int64_t t = cg_shared_tile_rows(&plan, 1 << 20);
+    cr_assert(t >= 1 && t * plan.row_len * 4 <= (4 << 20), "tile of %lld rows", (long long)t);
+    cr_assert_eq(cg_shared_tile_rows(&plan, 3), 3);
+}
+
+/* ---- reduction ------------------------------------------------------------ */
+
+Test(reduce, sums_partials_in_core_order)
+{
+    enum { N = 1000, PARTS = 7 };
+    static float parts[PARTS * N], sum[N];
+    cgt_rng rng;
+    cgt_rng_seed(&rng, cgt_base_seed());
+    for (int i = 0; i < PARTS * N; i++) /* wide magnitudes: order changes results */
+        parts[i] = (float)(cgt_rng_sym(&rng) * pow(2.0, cgt_rng_int(&rng, -20, 20)));
+    for (int nparts = 1; nparts <= PARTS; nparts++) {
+        cg_reduce_partials(sum, parts, N, nparts, 100, 900);
+        for (int i = 100; i < 900; i++) {
+            float want = parts[i];
+            for (int p = 1; p < nparts; p++)
+                want += parts[p * N + i];
+            cr_assert(memcmp(&sum[i - 100], &want, 4) == 0, "element %d of %d parts", i, nparts);
+        }
+    }
+}
+
+/* ---- the workspace is written before it is read --------------------------- */
+
+static void fill_nan(void *p, size_t bytes)
+{
+    const uint32_t nan_bits = 0x7fc00001u;
+    for (size_t i = 0; i + 4 <= bytes; i += 4)
+        memcpy((char *)p + i, &nan_bits, 4);
+}
+
+Test(workspace, nan_garbage_is_never_read)
+{
+    const ConvParameter shapes[] = {shape(8, 8, 8, 3, 1, 1, 1), shape(8, 6, 1, 1, 1, 1, 0),
+                                    shape(6, 9, 3, 3, 2, 2, 1)};
+    const int masks[] = {1, 0x3, 0x80000101, -1};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (size_t m = 0; m < sizeof masks / sizeof *masks; m++)
+            for (int private_call = 0; private_call < 2; private_call++) {
+                ConvParameter p = shapes[i];
+                size_t dy_n =
+                    (size_t)p.output_batch_ * p.output_h_ * p.output_w_ * p.output_channel_;
+                size_t x_n = (size_t)p.input_batch_ * p.input_h_ * p.input_w_ * p.input_channel_;
+                size_t dw_n = (size_t)p.output_channel_ * p.kernel_h_ * p.kernel_w_ *
+                              (p.input_channel_ / p.group_);
+                size_t ws = private_call ? (size_t)p.buffer_size_ * 4
+                                         : cg_grad_filter_workspace_bytes(&p, masks[m], 4);
+                float *dy = calloc(dy_n, 4), *x = calloc(x_n, 4), *dw = calloc(dw_n, 4);
+                for (size_t k = 0; k < dy_n; k++)
+                    dy[k] = 1.0f;
+                for (size_t k = 0; k < x_n; k++)
+                    x[k] = 1.0f;
+                p.workspace_ = malloc(ws);
+                fill_nan(p.workspace_, ws);
+                cg_status s = private_call
+                                  ? cg_fp_conv_grad_filter_p(dy, x, dw, NULL, &p)
+                                  : cg_fp_conv_grad_filter_s(dy, x, dw, NULL, &p, masks[m]);
+                cr_assert_eq(s, CG_OK);
+                for (size_t k = 0; k < dw_n; k++)
+                    cr_assert(isfinite(dw[k]), "shape %zu mask %#x %s: dw[%zu] = %g", i,
+                              (unsigned)masks[m], private_call ? "_p" : "_s", k, dw[k]);
+                free(p.workspace_);
+                free(dy);
+                free(x);
+                free(dw);
+            }
+}
