@@ -3,6 +3,9 @@
 #include <string.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#if defined(__clang__)
+#include <cpuid.h>
+#endif
 #define CG_HAVE_X86 1
 #endif
 
@@ -108,7 +111,21 @@ __attribute__((target("avx,f16c"))) static void floats_to_halves_f16c(void *dst,
 
 static int cpu_has_f16c(void)
 {
+#if defined(__clang__)
+    /* clang (14 at least) has no "f16c" for __builtin_cpu_supports: ask cpuid
+     * (leaf 1, ECX bit 29) once; every thread computes the same answer. */
+    static int known; /* 0: not asked yet, 1: no, 2: yes */
+    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (!k) {
+        unsigned a, b, c, d;
+        int yes = __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+        k = yes ? 2 : 1;
+        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+    }
+    return k == 2;
+#else
     return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+#endif
 }
 #endif
 

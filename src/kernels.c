@@ -173,8 +173,9 @@ CG_PER_ISA_CLONES static void multiply_add(float *restrict acc, const float *res
         acc[c] += dy[c] * x[c];
 }
 
-void cg_depthwise_rows(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                       int64_t c_last, int64_t first, int64_t last, float *acc, float *dst)
+void cg_depthwise_rows_reference(const cg_plan *plan, const void *dy, const void *x,
+                                 int64_t c_first, int64_t c_last, int64_t first, int64_t last,
+                                 float *acc, float *dst)
 {
     const int64_t channels = c_last - c_first, taps = plan->taps;
     const int fp32 = plan->dtype_size == sizeof(float);
@@ -203,4 +204,13 @@ void cg_depthwise_rows(const cg_plan *plan, const void *dy, const void *x, int64
     for (int64_t c = 0; c < channels; c++) /* tap-major sums -> dw rows [c][tap] */
         for (int64_t tap = 0; tap < taps; tap++)
             dst[c * taps + tap] = acc[tap * channels + c];
+}
+
+void cg_depthwise_rows(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
+                       int64_t c_last, int64_t first, int64_t last, float *acc, float *dst)
+{
+    if (plan->kernel_h == 3 && plan->kernel_w == 3 && cg_depthwise3x3_avx512_runs_here())
+        cg_depthwise3x3_rows_avx512(plan, dy, x, c_first, c_last, first, last, acc, dst);
+    else
+        cg_depthwise_rows_reference(plan, dy, x, c_first, c_last, first, last, acc, dst);
 }

@@ -20,9 +20,20 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, int64_t
 
 /* Depthwise: dst[c - c_first][tap] = sum over rows of dy[row][c] *
  * x[in(row, tap)][c] for c in [c_first, c_last). `acc` holds taps * (c_last -
- * c_first) floats. */
+ * c_first) floats. Runs the fastest kernel this CPU and shape allow. */
 void cg_depthwise_rows(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
                        int64_t c_last, int64_t first, int64_t last, float *acc, float *dst);
+
+/* The plain depthwise kernel, for every shape and CPU. */
+void cg_depthwise_rows_reference(const cg_plan *plan, const void *dy, const void *x,
+                                 int64_t c_first, int64_t c_last, int64_t first, int64_t last,
+                                 float *acc, float *dst);
+
+/* 3x3 in registers, where cg_depthwise3x3_avx512_runs_here(); same contract. */
+int cg_depthwise3x3_avx512_runs_here(void);
+void cg_depthwise3x3_rows_avx512(const cg_plan *plan, const void *dy, const void *x,
+                                 int64_t c_first, int64_t c_last, int64_t first, int64_t last,
+                                 float *acc, float *dst);
 
 /* Most channels the depthwise kernel takes per block. */
 enum { CG_DEPTHWISE_MAX_BLOCK = 256 };

@@ -35,6 +35,7 @@
 #endif
 
 #include "core_mask/core_mask_internal.h"
+#include "fault.h"
 #include "status.h"
 
 enum {
@@ -307,7 +308,7 @@ void *cm_core_scratch(size_t bytes)
     if (bytes > SIZE_MAX - (CM_LINE - 1))
         return NULL;
     size_t cap = bytes == 0 ? CM_LINE : (bytes + CM_LINE - 1) & ~(size_t)(CM_LINE - 1);
-    void *p = aligned_alloc(CM_LINE, cap);
+    void *p = cg_fault_should_fail(CG_FAULT_SCRATCH_ALLOC) ? NULL : aligned_alloc(CM_LINE, cap);
     if (p == NULL)
         return NULL;
     free(c->scratch);
@@ -399,7 +400,8 @@ static bool start_core(cm_core *c)
         return false;
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED); /* never joined */
     c->start_seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
-    c->started = pthread_create(&t, &at, core_main, c) == 0;
+    c->started = !cg_fault_should_fail(CG_FAULT_THREAD_START) &&
+                 pthread_create(&t, &at, core_main, c) == 0;
     pthread_attr_destroy(&at);
     return c->started;
 }
