@@ -106,9 +106,9 @@ static shared_share plan_share(const cg_plan *p, int rank, int members)
         s.block = depthwise_block(p, DEPTHWISE_ACC_TARGET_BYTES / (int64_t)sizeof(float));
         s.scratch_bytes = (size_t)(p->taps * s.block) * sizeof(float);
     } else {
+        const cg_dw_block all = {0, p->groups, 0, p->cout_g};
         s.tile_rows = cg_shared_tile_rows(p, s.last - s.first);
-        s.scratch_bytes =
-            (size_t)cg_general_scratch_floats(p, s.tile_rows, p->cout_g) * sizeof(float);
+        s.scratch_bytes = (size_t)cg_general_scratch_floats(p, s.tile_rows, &all) * sizeof(float);
     }
     return s;
 }
@@ -124,9 +124,8 @@ static void compute_partial(const call *c, const shared_share *s, float *scratch
         }
         return;
     }
-    for (int64_t g = 0; g < p->groups; g++)
-        cg_general_rows(p, c->dy, c->x, g, 0, p->cout_g, s->first, s->last, s->tile_rows, scratch,
-                        0.0f, partial + g * p->cout_g * p->row_len);
+    const cg_dw_block all = {0, p->groups, 0, p->cout_g};
+    cg_general_rows(p, c->dy, c->x, &all, s->first, s->last, s->tile_rows, scratch, 0.0f, partial);
 }
 
 /* Sums the partials of the cores that had rows into this core's slice of
@@ -205,7 +204,8 @@ static void private_blocks(const cg_plan *p, int64_t *channels, int64_t *tile_ro
     if (block < 1)
         block = 1;
     for (;;) {
-        int64_t per_row = cg_general_scratch_floats(p, 1, block);
+        const cg_dw_block one = {0, 1, 0, block};
+        int64_t per_row = cg_general_scratch_floats(p, 1, &one);
         int64_t rows = per_row ? (budget - block * row_len) / per_row : p->rows;
         if (rows >= 1 || block == 1) {
             *channels = block;
@@ -237,7 +237,8 @@ static void grad_filter_private_general(const call *c)
     for (int64_t g = 0; g < p->groups; g++)
         for (int64_t co0 = 0; co0 < p->cout_g; co0 += block) {
             int64_t co1 = min64(p->cout_g, co0 + block);
-            cg_general_rows(p, c->dy, c->x, g, co0, co1, 0, p->rows, tile_rows, scratch, 0.0f, acc);
+            const cg_dw_block blk = {g, g + 1, co0, co1};
+            cg_general_rows(p, c->dy, c->x, &blk, 0, p->rows, tile_rows, scratch, 0.0f, acc);
             finish_into_out(c, (size_t)((g * p->cout_g + co0) * p->row_len), acc,
                             (size_t)((co1 - co0) * p->row_len));
         }

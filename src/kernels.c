@@ -53,23 +53,70 @@ static int64_t x_index(const cg_plan *p, const pixel *px, int64_t kh, int64_t kw
     return ((px->n * p->in_h + iy) * p->in_w + ix) * p->cin + channel;
 }
 
-/* col[t][(kh*kw_count + kw)*cin_g + ci] = x at the tap, for `count` rows. */
-static void pack_im2col(const cg_plan *p, const void *x, int64_t group, int64_t first,
-                        int64_t count, float *col)
+/* dst[0, n) = src[0, n): runs here are often a few floats, where a call to
+ * memcpy costs more than the copy. */
+static void copy_floats(float *restrict dst, const float *restrict src, int64_t n)
 {
+    if (n > 16) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = src[i];
+}
+
+/* One kernel row of one im2col row when the group is all of x's channels
+ * and dilation_w is 1: the taps (kh, 0..kernel_w-1) are one run of x, cut
+ * only where it leaves the input. */
+static void pack_kernel_row(const cg_plan *p, const void *x, const pixel *px, int64_t kh,
+                            float *dst)
+{
+    const int64_t iy = px->oh * p->stride_h + kh * p->dil_h - p->pad_u;
+    const int64_t ix0 = px->ow * p->stride_w - p->pad_l, width = p->kernel_w * p->cin;
+    if (iy < 0 || iy >= p->in_h) {
+        memset(dst, 0, (size_t)width * sizeof(float));
+        return;
+    }
+    int64_t kw_lo = ix0 < 0 ? min64(-ix0, p->kernel_w) : 0;
+    int64_t kw_hi = min64(p->kernel_w, p->in_w - ix0);
+    if (kw_hi < kw_lo)
+        kw_hi = kw_lo;
+    memset(dst, 0, (size_t)(kw_lo * p->cin) * sizeof(float));
+    load_floats(dst + kw_lo * p->cin, x, ((px->n * p->in_h + iy) * p->in_w + ix0 + kw_lo) * p->cin,
+                (kw_hi - kw_lo) * p->cin, p->dtype_size);
+    memset(dst + kw_hi * p->cin, 0, (size_t)((p->kernel_w - kw_hi) * p->cin) * sizeof(float));
+}
+
+/* im2col of `count` rows for each group of blk: group g's tile starts at
+ * col + (g - group_first) * group_stride and holds, for row t,
+ * col[t][(kh*kernel_w + kw)*cin_g + ci]. The groups' channels are adjacent in
+ * x, so each tap is one pass over one run of x, split among the groups. */
+static void pack_im2col(const cg_plan *p, const void *x, const cg_dw_block *blk, int64_t first,
+                        int64_t count, float *col, int64_t group_stride)
+{
+    const int64_t groups = blk->group_last - blk->group_first, run = p->cin_g;
+    const int fp32 = p->dtype_size == sizeof(float);
     pixel px = pixel_of_row(p, first);
-    for (int64_t t = 0; t < count; t++, next_pixel(p, &px)) {
-        float *dst = col + t * p->row_len;
+    if (run == p->cin && p->dil_w == 1) {
+        for (int64_t t = 0; t < count; t++, next_pixel(p, &px))
+            for (int64_t kh = 0; kh < p->kernel_h; kh++)
+                pack_kernel_row(p, x, &px, kh, col + t * p->row_len + kh * p->kernel_w * run);
+        return;
+    }
+    for (int64_t t = 0; t < count; t++, next_pixel(p, &px))
         for (int64_t kh = 0; kh < p->kernel_h; kh++)
             for (int64_t kw = 0; kw < p->kernel_w; kw++) {
-                float *run = dst + (kh * p->kernel_w + kw) * p->cin_g;
-                int64_t at = x_index(p, &px, kh, kw, group * p->cin_g);
-                if (at < 0)
-                    memset(run, 0, (size_t)p->cin_g * sizeof(float));
-                else
-                    load_floats(run, x, at, p->cin_g, p->dtype_size);
+                float *dst = col + t * p->row_len + (kh * p->kernel_w + kw) * run;
+                int64_t at = x_index(p, &px, kh, kw, blk->group_first * run);
+                for (int64_t g = 0; g < groups; g++, dst += group_stride) {
+                    if (at < 0)
+                        memset(dst, 0, (size_t)run * sizeof(float));
+                    else if (fp32)
+                        copy_floats(dst, (const float *)x + at + g * run, run);
+                    else
+                        load_floats(dst, x, at + g * run, run, p->dtype_size);
+                }
             }
-    }
 }
 
 /* dyt[t][c] = dy[first + t][channel + c] as floats. */
@@ -81,12 +128,14 @@ static void pack_dy(const cg_plan *p, const void *dy, int64_t channel, int64_t c
                     p->dtype_size);
 }
 
-int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t tile_rows, int64_t cout_block)
+int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t tile_rows, const cg_dw_block *blk)
 {
     if (plan->path == CG_PATH_1X1 && plan->dtype_size == sizeof(float))
         return 0;
-    int64_t dy_tile = plan->dtype_size == sizeof(float) ? 0 : tile_rows * cout_block;
-    return tile_rows * plan->row_len + dy_tile;
+    int64_t groups = blk->group_last - blk->group_first;
+    int64_t dy_tile =
+        plan->dtype_size == sizeof(float) ? 0 : tile_rows * (blk->co_last - blk->co_first);
+    return tile_rows * plan->row_len * groups + dy_tile;
 }
 
 /* Rows of the sum from `row` on that are contiguous in both dy and x and all
@@ -133,29 +182,34 @@ static void direct_1x1_rows(const cg_plan *p, const float *dy, const float *x, i
         memset(dst, 0, (size_t)channels * (size_t)p->cin * sizeof(float));
 }
 
-void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, int64_t group,
-                     int64_t co_first, int64_t co_last, int64_t first, int64_t last,
-                     int64_t tile_rows, float *scratch, float beta, float *dst)
+void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const cg_dw_block *blk,
+                     int64_t first, int64_t last, int64_t tile_rows, float *scratch, float beta,
+                     float *dst)
 {
+    const int64_t channels = blk->co_last - blk->co_first, row_len = plan->row_len;
     if (plan->path == CG_PATH_1X1 && plan->dtype_size == sizeof(float)) {
-        direct_1x1_rows(plan, dy, x, co_first, co_last, first, last, beta, dst);
+        direct_1x1_rows(plan, dy, x, blk->co_first, blk->co_last, first, last, beta, dst);
         return;
     }
-    int64_t channels = co_last - co_first, channel = group * plan->cout_g + co_first;
-    float *col = scratch, *dy_tile = scratch + tile_rows * plan->row_len;
+    const int64_t groups = blk->group_last - blk->group_first, col_stride = tile_rows * row_len;
+    float *col = scratch, *dy_tile = scratch + groups * col_stride;
     for (int64_t row = first; row < last; row += tile_rows) {
         int64_t count = min64(tile_rows, last - row);
-        pack_im2col(plan, x, group, row, count, col);
-        const float *a = dy_tile;
-        int64_t lda = channels;
-        if (plan->dtype_size == sizeof(float)) {
-            a = (const float *)dy + row * plan->cout + channel;
-            lda = plan->cout;
-        } else {
-            pack_dy(plan, dy, channel, channels, row, count, dy_tile);
+        pack_im2col(plan, x, blk, row, count, col, col_stride);
+        for (int64_t g = 0; g < groups; g++) {
+            int64_t channel = (blk->group_first + g) * plan->cout_g + blk->co_first;
+            const float *a = dy_tile;
+            int64_t lda = channels;
+            if (plan->dtype_size == sizeof(float)) {
+                a = (const float *)dy + row * plan->cout + channel;
+                lda = plan->cout;
+            } else {
+                pack_dy(plan, dy, channel, channels, row, count, dy_tile);
+            }
+            cg_gemm_atb((int)channels, (int)row_len, (int)count, a, (int)lda, col + g * col_stride,
+                        (int)row_len, row == first ? beta : 1.0f, dst + g * channels * row_len,
+                        (int)row_len);
         }
-        cg_gemm_atb((int)channels, (int)plan->row_len, (int)count, a, (int)lda, col,
-                    (int)plan->row_len, row == first ? beta : 1.0f, dst, (int)plan->row_len);
     }
 }
 

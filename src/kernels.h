@@ -6,17 +6,25 @@
 #define CG_KERNELS_H
 #include "plan.h"
 
-/* Scratch a tile of `tile_rows` needs in the general path: the im2col tile,
- * then (fp16 only) dy converted for `cout_block` channels. In floats. */
-int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t tile_rows, int64_t cout_block);
+/* The part of dw a general-path call computes: groups [group_first,
+ * group_last) and, in each, output channels [co_first, co_last). */
+typedef struct cg_dw_block {
+    int64_t group_first, group_last, co_first, co_last;
+} cg_dw_block;
 
-/* dst[co - co_first][k] (ld row_len) = (beta ? dst : 0) + sum over rows of
- * dy[row][g*cout_g + co] * im2col(x)[row][k], for co in [co_first, co_last)
- * of group g. `scratch` holds cg_general_scratch_floats(tile_rows, co_last -
- * co_first) floats (unused by fp32 1x1, which multiplies x in place). */
-void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, int64_t group,
-                     int64_t co_first, int64_t co_last, int64_t first, int64_t last,
-                     int64_t tile_rows, float *scratch, float beta, float *dst);
+/* Scratch a tile of `tile_rows` needs in the general path: the im2col tile
+ * of each group, then (fp16 only) dy converted for one group's channels. In
+ * floats. */
+int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t tile_rows, const cg_dw_block *blk);
+
+/* For each group g of blk, in turn: dst[co - co_first][k] (ld row_len) =
+ * (beta ? dst : 0) + sum over rows of dy[row][g*cout_g + co] *
+ * im2col(x)[row][k], co in [co_first, co_last); the groups' blocks follow each
+ * other in dst. `scratch` holds cg_general_scratch_floats(tile_rows, blk)
+ * floats (unused by fp32 1x1, which multiplies x in place). */
+void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const cg_dw_block *blk,
+                     int64_t first, int64_t last, int64_t tile_rows, float *scratch, float beta,
+                     float *dst);
 
 /* Depthwise: dst[c - c_first][tap] = sum over rows of dy[row][c] *
  * x[in(row, tap)][c] for c in [c_first, c_last). `acc` holds taps * (c_last -

@@ -135,7 +135,8 @@ void cg_split_rows(int64_t rows, int rank, int members, int64_t *first, int64_t 
 
 int64_t cg_shared_tile_rows(const cg_plan *plan, int64_t rows_of_core)
 {
-    int64_t t = SHARED_TILE_TARGET_BYTES / (int64_t)sizeof(float) / plan->row_len;
+    /* one tile holds every group's im2col */
+    int64_t t = SHARED_TILE_TARGET_BYTES / (int64_t)sizeof(float) / (plan->row_len * plan->groups);
     if (t < 1)
         t = 1;
     return t < rows_of_core ? t : rows_of_core;

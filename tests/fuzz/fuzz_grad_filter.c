@@ -279,10 +279,11 @@ static void decode(reader *r, fuzz_case *c)
 #define ERR_BIT(s) (1u << (unsigned)(-(s)))
 
 typedef struct expectation {
-    unsigned errs; /* statuses the input deserves (bit -s); 0: CG_OK */
+    unsigned errs; /* the rules the input breaks (bit -s): it must fail; 0: valid */
+    unsigned may;  /* the statuses it may fail with: errs, and OVERFLOW when huge */
     int fields_ok; /* every field valid, buffer_size_ included (not pointers, mask) */
     int shape_ok;  /* the shape fields valid (buffer_size_ aside), and not huge */
-    int huge;      /* some count is too big to reason about exactly: helpers not checked */
+    int huge;      /* some byte count past 2^31: never run for real, helpers not checked */
     int64_t min_buf;
     /* element counts; -1 where undefined (a size < 1) */
     int64_t n_dy, n_x, n_dw, row_len;
@@ -329,32 +330,47 @@ static void expect(const fuzz_case *c, expectation *e)
         e->n_dy = prod4(p->output_batch_, p->output_h_, p->output_w_, p->output_channel_);
         e->n_x = prod4(p->input_batch_, p->input_h_, p->input_w_, p->input_channel_);
     }
-    if (sizes_ok && group_ok) {
-        e->row_len = prod4(p->kernel_h_, p->kernel_w_, p->input_channel_ / p->group_, 1);
-        e->n_dw = prod4(p->output_channel_, e->row_len, 1, 1);
-        e->min_buf = min_buffer(p, ds);
-        /* Some byte count (x, dy, 32 partials of dw, the bound of
-         * buffer_size_) past 2^31: the library may call it an overflow (the
-         * contract: past size_t, or a bound past INT_MAX). Such a valid case
-         * is never run with real tensors, so this looseness hides nothing. */
-        const int64_t big = (int64_t)1 << 31;
-        e->huge =
-            e->n_x >= big / 4 || e->n_dy >= big / 4 || e->n_dw >= big / 128 || e->min_buf > INT_MAX;
-        if (e->huge)
-            e->errs |= ERR_BIT(CG_ERR_OVERFLOW);
-        if (p->buffer_size_ < e->min_buf)
-            e->errs |= ERR_BIT(CG_ERR_BUFFER_TOO_SMALL);
-    }
-    const unsigned field_bits = ERR_BIT(CG_ERR_BAD_SIZE) | ERR_BIT(CG_ERR_BATCH_MISMATCH) |
-                                ERR_BIT(CG_ERR_BAD_GROUP) | ERR_BIT(CG_ERR_BAD_STRIDE) |
-                                ERR_BIT(CG_ERR_BAD_DILATION) | ERR_BIT(CG_ERR_BAD_PAD);
-    e->shape_ok = !(e->errs & field_bits) && !e->huge;
-    e->fields_ok = e->shape_ok && !(e->errs & ERR_BIT(CG_ERR_BUFFER_TOO_SMALL));
-
     const int shared = c->ent == E_S_HOST || c->ent == E_S_SPMD;
     if (shared && (c->core_mask == 0 ||
                    (c->ent == E_S_SPMD && ((uint32_t)c->core_mask & ~(uint32_t)c->launch_mask))))
         e->errs |= ERR_BIT(CG_ERR_CORE_MASK);
+    if (sizes_ok && group_ok) {
+        e->row_len = prod4(p->kernel_h_, p->kernel_w_, p->input_channel_ / p->group_, 1);
+        e->n_dw = prod4(p->output_channel_, e->row_len, 1, 1);
+        e->min_buf = min_buffer(p, ds);
+        /* Exact counts: each factor < 2^31, so products of four fit. */
+        typedef unsigned __int128 u128;
+        const u128 x =
+            (u128)p->input_batch_ * (u128)p->input_h_ * (u128)p->input_w_ * (u128)p->input_channel_;
+        const u128 dy = (u128)p->output_batch_ * (u128)p->output_h_ * (u128)p->output_w_ *
+                        (u128)p->output_channel_;
+        const u128 row =
+            (u128)p->kernel_h_ * (u128)p->kernel_w_ * (u128)(p->input_channel_ / p->group_);
+        const u128 dw = row * (u128)p->output_channel_, bound = 2 * row * ds;
+        const unsigned cores = (unsigned)__builtin_popcount((unsigned)c->core_mask);
+        /* The contract's overflow: a byte count past size_t (a tensor, or
+         * the workspace `_s` needs), or the bound of buffer_size_ past
+         * INT_MAX. The library must reject it. */
+        if (x * ds > SIZE_MAX || dy * ds > SIZE_MAX || dw * ds > SIZE_MAX || bound > INT_MAX ||
+            (shared && cores && dw > SIZE_MAX / 4 / cores))
+            e->errs |= ERR_BIT(CG_ERR_OVERFLOW);
+        /* A byte count past 2^31 (x, dy, 32 float partials of dw): the
+         * library may call it an overflow too (it is stricter than size_t
+         * for the sake of pointer arithmetic). Such a case is never run
+         * with real tensors: valid, it is skipped; invalid, it must fail
+         * anyway, and OVERFLOW is one acceptable reason. */
+        const u128 big = (u128)1 << 31;
+        e->huge = x * 4 >= big || dy * 4 >= big || dw * 128 >= big || bound > INT_MAX;
+        if ((u128)(p->buffer_size_ < 0 ? 0 : p->buffer_size_) < bound)
+            e->errs |= ERR_BIT(CG_ERR_BUFFER_TOO_SMALL);
+    }
+    e->may = e->errs | (e->huge ? ERR_BIT(CG_ERR_OVERFLOW) : 0);
+    const unsigned field_bits = ERR_BIT(CG_ERR_BAD_SIZE) | ERR_BIT(CG_ERR_BATCH_MISMATCH) |
+                                ERR_BIT(CG_ERR_BAD_GROUP) | ERR_BIT(CG_ERR_BAD_STRIDE) |
+                                ERR_BIT(CG_ERR_BAD_DILATION) | ERR_BIT(CG_ERR_BAD_PAD) |
+                                ERR_BIT(CG_ERR_OVERFLOW);
+    e->shape_ok = !(e->errs & field_bits) && !e->huge;
+    e->fields_ok = e->shape_ok && !(e->errs & ERR_BIT(CG_ERR_BUFFER_TOO_SMALL));
 
     /* The documented workspace (section 1): buffer_size_*4 bytes for `_p`;
      * max(buffer_size_*4, core_num*dw_elems*4) for `_s`. ws_doc is what the
@@ -671,7 +687,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* A valid case runs only with every buffer real. */
     if (!e.errs) {
-        if (e.n_dy > MAX_ELEMS || e.n_x > MAX_ELEMS || e.n_dw > MAX_ELEMS ||
+        if (e.huge || e.n_dy > MAX_ELEMS || e.n_x > MAX_ELEMS || e.n_dw > MAX_ELEMS ||
             e.ws_doc > MAX_WS_BYTES || (double)e.n_dy * (double)e.row_len > MAX_MACS) {
             if (verbose)
                 printf("skipped: valid, too large to run for real\n");
@@ -702,13 +718,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (c.null_which != NULL_PARAM)
         check_helpers(&c, &e);
+    if (verbose) {
+        describe(stdout, &c);
+        fflush(stdout);
+    }
     cg_status s = run(&j);
 
     const char *msg = cg_status_message(s);
     if (!msg || !msg[0])
         fail("cg_status_message(%d) is empty", (int)s);
     if (verbose) {
-        describe(stdout, &c);
         printf("  path %s, expected %s (errs 0x%x), got %d: %s\n", path_of(&c.p),
                e.errs ? "an error" : "CG_OK", e.errs, (int)s, msg);
     }
@@ -729,9 +748,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fail("bytes before the workspace were written");
         check_result(&c, &e, &dy, &x, &dw, c.with_bias ? &bias : NULL);
     } else {
-        if (s > 0 || s < -31 || !(e.errs & ERR_BIT(s)))
+        if (s > 0 || s < -31 || !(e.may & ERR_BIT(s)))
             fail("status %d (%s) for an input that deserves %s (error bits 0x%x)", (int)s, msg,
-                 e.errs ? "other errors" : "CG_OK", e.errs);
+                 e.errs ? "other errors" : "CG_OK", e.may);
         if (!buf_same(&dw))
             fail("out_dw written on error %d (first changed byte %lld)", (int)s,
                  buf_first_change(&dw));

@@ -23,6 +23,18 @@
 
 #include "stress.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define STRESS_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STRESS_SANITIZED 1
+#endif
+#ifdef STRESS_SANITIZED
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 enum {
     MAX_THREADS = 32,
     MAX_PEERS = 8,          /* overlapping cases remembered per case */
@@ -63,6 +75,7 @@ typedef struct worker {
     uint64_t peers[MAX_PEERS];
     /* also read without the lock, by the watchdog and the signal handler */
     _Atomic uint64_t inflight; /* index + 1 while a case runs, else 0 */
+    _Atomic uint32_t cores;    /* the cores of that case */
     _Atomic long long started_ns;
 } worker;
 
@@ -81,7 +94,8 @@ typedef struct pool {
     stats st;
 } pool;
 
-static pool g_pool; /* one per process; the signal handler reads it */
+static pool g_pool;                     /* one per process; the signal handler reads it */
+static _Thread_local int t_worker = -1; /* this thread's worker, if it is one */
 
 static double now_s(void)
 {
@@ -129,43 +143,104 @@ static void put_str(const char *s)
     put(s, strlen(s));
 }
 
-/* A crash (a guard page hit, an abort from a sanitizer) ends the process
- * before any report: say which cases were running, so the crash has a
- * reproducer like any other failure. */
-static void on_fatal_signal(int sig)
+static void put_reproducer(uint64_t index)
 {
-    char b[96];
-    put_str("\nconvgrad-stress: fatal signal ");
-    put(b, fmt_u64(b, (uint64_t)sig, 0));
-    put_str(" while running these cases (rerun each alone):\n");
-    for (int i = 0; i < g_pool.nworkers; ++i) {
-        const uint64_t v = atomic_load(&g_pool.w[i].inflight);
-        if (!v)
-            continue;
-        put_str("  convgrad-stress --replay 0x");
-        put(b, fmt_u64(b, g_pool.opt->seed, 1));
-        put_str(":");
-        put(b, fmt_u64(b, v - 1, 0));
-        if (g_pool.opt->cores != STRESS_MAX_CORES) {
-            put_str(" --cores ");
-            put(b, fmt_u64(b, (uint64_t)g_pool.opt->cores, 0));
-        }
-        put_str("\n");
+    char b[24];
+    put_str("  convgrad-stress --replay 0x");
+    put(b, fmt_u64(b, g_pool.opt->seed, 1));
+    put_str(":");
+    put(b, fmt_u64(b, index, 0));
+    if (g_pool.opt->cores != STRESS_MAX_CORES) {
+        put_str(" --cores ");
+        put(b, fmt_u64(b, (uint64_t)g_pool.opt->cores, 0));
     }
-    signal(sig, SIG_DFL);
-    raise(sig);
+    put_str("\n");
 }
+
+/* The worker whose case the crashing thread belongs to: itself (a host-mode
+ * call runs on it) or the case holding the emulated core it is; -1 if
+ * unknown. */
+static int crashing_worker(void)
+{
+    if (t_worker >= 0)
+        return t_worker;
+    const int core = get_core_id();
+    for (int i = 0; core >= 0 && core < 32 && i < g_pool.nworkers; ++i)
+        if (atomic_load(&g_pool.w[i].inflight) && (atomic_load(&g_pool.w[i].cores) >> core & 1u))
+            return i;
+    return -1;
+}
+
+static const int FATAL_SIGNALS[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+enum { NFATAL = sizeof FATAL_SIGNALS / sizeof FATAL_SIGNALS[0] };
+static struct sigaction g_previous[NFATAL]; /* e.g. a sanitizer's handlers */
+
+/* A crash (a guard page hit, an abort from a sanitizer) ends the process
+ * before any report: name the case, so the crash has a reproducer like any
+ * other failure. Then the previous handler takes over: a sanitizer's still
+ * prints its report with the faulting stack. */
+static void report_in_flight(const char *what, int sig)
+{
+    char b[24];
+    const int culprit = crashing_worker();
+    const uint64_t v = culprit >= 0 ? atomic_load(&g_pool.w[culprit].inflight) : 0;
+    put_str("\nconvgrad-stress: FAIL: ");
+    put_str(what);
+    if (sig)
+        put(b, fmt_u64(b, (uint64_t)sig, 0));
+    if (v) {
+        put_str(" in case ");
+        put(b, fmt_u64(b, v - 1, 0));
+        put_str(", reproducer:\n");
+        put_reproducer(v - 1);
+    }
+    put_str(v ? "convgrad-stress: also in flight:\n" : ", cases in flight:\n");
+    for (int i = 0; i < g_pool.nworkers; ++i) {
+        const uint64_t u = atomic_load(&g_pool.w[i].inflight);
+        if (u && i != culprit)
+            put_reproducer(u - 1);
+    }
+}
+
+static atomic_int g_sanitizer_reported;
+
+static void on_fatal_signal(int sig, siginfo_t *info, void *ctx)
+{
+    (void)ctx;
+    /* a sanitizer's abort after its report: the death callback has spoken */
+    if (!(sig == SIGABRT && atomic_load(&g_sanitizer_reported)))
+        report_in_flight("fatal signal ", sig);
+    for (int i = 0; i < NFATAL; ++i)
+        if (FATAL_SIGNALS[i] == sig)
+            sigaction(sig, &g_previous[i], NULL);
+    /* a fault returns to the faulting instruction, which faults again into
+     * the previous handler; a sent signal (abort) is sent again */
+    if (info->si_code <= 0 || sig == SIGABRT)
+        raise(sig);
+}
+
+#ifdef STRESS_SANITIZED
+/* A sanitizer that halts on an error (a TSan race, a UBSan error) exits
+ * without a signal: its death callback names the case, after its report. */
+static void on_sanitizer_death(void)
+{
+    atomic_store(&g_sanitizer_reported, 1);
+    report_in_flight("sanitizer error", 0);
+}
+#endif
 
 static void install_signal_handlers(void)
 {
-    static const int sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; ++i) {
+#ifdef STRESS_SANITIZED
+    __sanitizer_set_death_callback(on_sanitizer_death);
+#endif
+    for (int i = 0; i < NFATAL; ++i) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_fatal_signal;
+        sa.sa_sigaction = on_fatal_signal;
         sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESETHAND | SA_NODEFER;
-        sigaction(sigs[i], &sa, NULL);
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+        sigaction(FATAL_SIGNALS[i], &sa, &g_previous[i]);
     }
 }
 
@@ -403,6 +478,7 @@ static void claim(pool *P, worker *me, uint64_t idx, uint32_t need)
             me->overlapped_launch = o->overlapped_launch = 1;
     }
     atomic_store(&me->started_ns, now_ns());
+    atomic_store(&me->cores, need);
     atomic_store(&me->inflight, idx + 1);
 }
 
@@ -514,6 +590,7 @@ static void *worker_main(void *arg)
 {
     worker *me = arg;
     pool *P = &g_pool;
+    t_worker = (int)(me - P->w);
     pthread_mutex_lock(&P->mu);
     uint64_t idx;
     while (next_index(P, &idx)) {
@@ -660,10 +737,17 @@ static void print_start(const options *o)
  * when the workers have finished, 1 after a hang. */
 static int monitor(pool *P)
 {
-    const struct timespec tick = {0, 100 * 1000 * 1000};
+    pthread_mutex_lock(&P->mu);
     for (;;) {
-        nanosleep(&tick, NULL);
-        pthread_mutex_lock(&P->mu);
+        /* woken by every finished case and worker, else every 100 ms */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&P->cv, &P->mu, &until);
         if (P->opt->seconds > 0 && now_s() - P->t0 >= P->opt->seconds)
             P->stop = 1;
         const uint64_t failures = P->st.failures;
@@ -671,11 +755,10 @@ static int monitor(pool *P)
         const int hung = P->st.failures != failures;
         const int done = P->live == 0;
         show_progress(P, done || hung);
-        pthread_mutex_unlock(&P->mu);
-        if (done)
-            return 0;
-        if (hung)
-            return 1;
+        if (done || hung) {
+            pthread_mutex_unlock(&P->mu);
+            return hung;
+        }
     }
 }
 
@@ -706,11 +789,9 @@ static int run(const options *o)
     for (int i = 0; i < P->nworkers; ++i)
         pthread_join(P->w[i].th, NULL);
     print_summary(P);
-    if (o->replay && P->st.failures == 0)
-        printf("convgrad-stress: passed%s\n", o->nreplay > 1
-                                                  ? " together"
-                                                  : " alone (if the run failed it, it may need "
-                                                    "the cases that overlapped it: see the FAIL)");
+    if (o->replay && P->st.failures == 0 && o->nreplay == 1)
+        printf("convgrad-stress: passed alone; a case that failed in a run but passes alone\n"
+               "needs the cases that overlapped it: rerun them together (see its FAIL lines)\n");
     return P->st.failures ? 1 : 0;
 }
 
