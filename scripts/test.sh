@@ -9,7 +9,8 @@
 #       build/asan     RelWithDebInfo, -DCONVGRAD_SANITIZE=address (ASan + UBSan)
 #       build/tsan     RelWithDebInfo, -DCONVGRAD_SANITIZE=thread  (TSan)
 #     (the vendor card's two examples are ctest tests too), and runs the two
-#     examples once more in the open in the release tree;
+#     examples once more in the open in the release tree, and a 60 s
+#     fixed-seed convgrad-stress run in the asan and tsan trees;
 #  3. installs the release tree into a temporary prefix and builds a consumer
 #     project against it (scripts/check-install.sh).
 #
@@ -112,6 +113,19 @@ ctest_stage() {
     fi
 }
 
+# The sanitizer trees also run convgrad-stress for a while with a fixed seed
+# (README.md, "Stress testing: convgrad-stress"): concurrent launches on
+# random masks under ASan+UBSan and TSan. CONVGRAD_STRESS_SECONDS changes
+# the time (default 60).
+STRESS_SEED=0x5eed57e55
+stress_name() { echo "convgrad-stress ${CONVGRAD_STRESS_SECONDS:-60} s ($1)"; }
+
+# stress_run EXE LOG: the run, its output kept in LOG too.
+stress_run() {
+    "$1" --seconds "${CONVGRAD_STRESS_SECONDS:-60}" --seed "$STRESS_SEED" 2>&1 | tee "$2"
+    return "${PIPESTATUS[0]}"
+}
+
 run_tree() {
     local tree=$1 type sanitize
     case "$tree" in
@@ -129,11 +143,13 @@ run_tree() {
         skip "build ($tree)" "configure failed"
         skip "ctest ($tree)" "configure failed"
         [ "$tree" = release ] && skip_examples "$tree" "configure failed"
+        [ "$tree" != release ] && skip "$(stress_name "$tree")" "configure failed"
         return
     fi
     if ! stage "build ($tree)" cg_build "$dir"; then
         skip "ctest ($tree)" "build failed"
         [ "$tree" = release ] && skip_examples "$tree" "build failed"
+        [ "$tree" != release ] && skip "$(stress_name "$tree")" "build failed"
         return
     fi
     [ "$tree" = release ] && release_built=1
@@ -145,6 +161,9 @@ run_tree() {
         for ex in card_shared_fp32 card_private_fp32; do
             stage "$ex ($tree)" "$dir/examples/$ex"
         done
+    else
+        stage "$(stress_name "$tree")" stress_run "$dir/tests/stress/convgrad-stress" \
+            "$logdir/stress-$tree.log"
     fi
 }
 

@@ -31,6 +31,11 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
 static float bias_of_row(const call *c, int64_t row)
 {
     if (!c->bias)
@@ -90,24 +95,62 @@ static int64_t depthwise_block(const cg_plan *p, int64_t budget_floats)
 }
 
 typedef struct shared_share {
-    int64_t first, last; /* rows of the sum */
+    int by_columns;      /* see cg_split_by_columns */
+    int64_t first, last; /* rows of the sum, or column units */
     int64_t tile_rows;   /* general path */
     int64_t block;       /* depthwise path: channels per block */
     size_t scratch_bytes;
 } shared_share;
 
+/* The next block of dw among this core's column units [*unit, last): part of
+ * one group's rows, or whole groups when a unit is a whole group. */
+static cg_dw_block next_column_block(const cg_plan *p, int64_t *unit, int64_t last)
+{
+    const int64_t width = cg_column_unit(p), per_group = (p->row_len + width - 1) / width;
+    const int64_t g = *unit / per_group, chunk = *unit % per_group;
+    if (per_group == 1) {
+        cg_dw_block whole = {g, g + (last - *unit), 0, p->cout_g, 0, p->row_len};
+        *unit = last;
+        return whole;
+    }
+    const int64_t end = min64(per_group, chunk + (last - *unit));
+    cg_dw_block part = {g, g + 1, 0, p->cout_g, chunk * width, min64(p->row_len, end * width)};
+    *unit += end - chunk;
+    return part;
+}
+
+static shared_share plan_column_share(const cg_plan *p, int rank, int members)
+{
+    shared_share s = {.by_columns = 1};
+    cg_split_range(cg_column_units(p), rank, members, &s.first, &s.last);
+    int64_t widest = 1, scratch = 0;
+    for (int64_t u = s.first; u < s.last;) {
+        cg_dw_block b = next_column_block(p, &u, s.last);
+        widest = max64(widest, (b.group_last - b.group_first) * (b.col_last - b.col_first));
+    }
+    s.tile_rows = cg_shared_tile_rows(widest, p->rows);
+    for (int64_t u = s.first; u < s.last;) {
+        cg_dw_block b = next_column_block(p, &u, s.last);
+        scratch = max64(scratch, cg_general_scratch_floats(p, s.tile_rows, &b));
+    }
+    s.scratch_bytes = (size_t)scratch * sizeof(float);
+    return s;
+}
+
 static shared_share plan_share(const cg_plan *p, int rank, int members)
 {
+    if (cg_split_by_columns(p, members))
+        return plan_column_share(p, rank, members);
     shared_share s = {0};
-    cg_split_rows(p->rows, rank, members, &s.first, &s.last);
+    cg_split_range(p->rows, rank, members, &s.first, &s.last);
     if (s.first == s.last)
         return s;
     if (p->path == CG_PATH_DEPTHWISE) {
         s.block = depthwise_block(p, DEPTHWISE_ACC_TARGET_BYTES / (int64_t)sizeof(float));
         s.scratch_bytes = (size_t)(p->taps * s.block) * sizeof(float);
     } else {
-        const cg_dw_block all = {0, p->groups, 0, p->cout_g};
-        s.tile_rows = cg_shared_tile_rows(p, s.last - s.first);
+        const cg_dw_block all = {0, p->groups, 0, p->cout_g, 0, p->row_len};
+        s.tile_rows = cg_shared_tile_rows(p->row_len * p->groups, s.last - s.first);
         s.scratch_bytes = (size_t)cg_general_scratch_floats(p, s.tile_rows, &all) * sizeof(float);
     }
     return s;
@@ -124,8 +167,25 @@ static void compute_partial(const call *c, const shared_share *s, float *scratch
         }
         return;
     }
-    const cg_dw_block all = {0, p->groups, 0, p->cout_g};
+    const cg_dw_block all = {0, p->groups, 0, p->cout_g, 0, p->row_len};
     cg_general_rows(p, c->dy, c->x, &all, s->first, s->last, s->tile_rows, scratch, 0.0f, partial);
+}
+
+/* By columns: this core's blocks of dw over every row of the sum, staged in
+ * its own partial at their places in dw, then finished into out_dw. */
+static void compute_and_finish_columns(const call *c, const shared_share *s, float *scratch,
+                                       float *partial)
+{
+    const cg_plan *p = &c->plan;
+    for (int64_t u = s->first; u < s->last;) {
+        cg_dw_block b = next_column_block(p, &u, s->last);
+        cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s->tile_rows, scratch, 0.0f,
+                        partial + b.group_first * p->cout_g * p->row_len);
+        for (int64_t row = b.group_first * p->cout_g; row < b.group_last * p->cout_g; row++) {
+            size_t e = (size_t)(row * p->row_len + b.col_first);
+            finish_into_out(c, e, partial + e, (size_t)(b.col_last - b.col_first));
+        }
+    }
 }
 
 /* Sums the partials of the cores that had rows into this core's slice of
@@ -152,10 +212,15 @@ static cg_status shared_core(const call *c, int rank)
     /* every core agrees before anything is written */
     if (!cm_bar_all(c->core_mask, !s.scratch_bytes || scratch))
         return CG_ERR_NO_MEMORY;
-    if (s.first < s.last)
-        compute_partial(c, &s, scratch, c->workspace + (size_t)rank * p->dw_elems);
-    cm_bar_all(c->core_mask, 1); /* all partials written */
-    reduce_slice(c, rank);
+    float *partial = c->workspace + (size_t)rank * p->dw_elems;
+    if (s.by_columns) {
+        compute_and_finish_columns(c, &s, scratch, partial);
+    } else {
+        if (s.first < s.last)
+            compute_partial(c, &s, scratch, partial);
+        cm_bar_all(c->core_mask, 1); /* all partials written */
+        reduce_slice(c, rank);
+    }
     cm_bar_all(c->core_mask, 1); /* out_dw complete, partials free to reuse */
     return CG_OK;
 }
@@ -204,7 +269,7 @@ static void private_blocks(const cg_plan *p, int64_t *channels, int64_t *tile_ro
     if (block < 1)
         block = 1;
     for (;;) {
-        const cg_dw_block one = {0, 1, 0, block};
+        const cg_dw_block one = {0, 1, 0, block, 0, row_len};
         int64_t per_row = cg_general_scratch_floats(p, 1, &one);
         int64_t rows = per_row ? (budget - block * row_len) / per_row : p->rows;
         if (rows >= 1 || block == 1) {
@@ -237,7 +302,7 @@ static void grad_filter_private_general(const call *c)
     for (int64_t g = 0; g < p->groups; g++)
         for (int64_t co0 = 0; co0 < p->cout_g; co0 += block) {
             int64_t co1 = min64(p->cout_g, co0 + block);
-            const cg_dw_block blk = {g, g + 1, co0, co1};
+            const cg_dw_block blk = {g, g + 1, co0, co1, 0, p->row_len};
             cg_general_rows(p, c->dy, c->x, &blk, 0, p->rows, tile_rows, scratch, 0.0f, acc);
             finish_into_out(c, (size_t)((g * p->cout_g + co0) * p->row_len), acc,
                             (size_t)((co1 - co0) * p->row_len));

@@ -65,58 +65,70 @@ static void copy_floats(float *restrict dst, const float *restrict src, int64_t 
         dst[i] = src[i];
 }
 
-/* One kernel row of one im2col row when the group is all of x's channels
- * and dilation_w is 1: the taps (kh, 0..kernel_w-1) are one run of x, cut
- * only where it leaves the input. */
+/* Columns [c0, c1) of one kernel row of one im2col row, when the group is
+ * all of x's channels and dilation_w is 1: the taps (kh, 0..kernel_w-1) are
+ * one run of x, cut only where it leaves the input. */
 static void pack_kernel_row(const cg_plan *p, const void *x, const pixel *px, int64_t kh,
-                            float *dst)
+                            int64_t c0, int64_t c1, float *dst)
 {
     const int64_t iy = px->oh * p->stride_h + kh * p->dil_h - p->pad_u;
-    const int64_t ix0 = px->ow * p->stride_w - p->pad_l, width = p->kernel_w * p->cin;
+    const int64_t ix0 = px->ow * p->stride_w - p->pad_l;
+    int64_t lo = c0, hi = c1; /* the part of [c0, c1) inside the input */
     if (iy < 0 || iy >= p->in_h) {
-        memset(dst, 0, (size_t)width * sizeof(float));
-        return;
+        hi = lo;
+    } else {
+        if (ix0 < 0)
+            lo = lo > -ix0 * p->cin ? lo : min64(-ix0 * p->cin, c1);
+        hi = min64(hi, (p->in_w - ix0) * p->cin);
+        if (hi < lo)
+            hi = lo;
     }
-    int64_t kw_lo = ix0 < 0 ? min64(-ix0, p->kernel_w) : 0;
-    int64_t kw_hi = min64(p->kernel_w, p->in_w - ix0);
-    if (kw_hi < kw_lo)
-        kw_hi = kw_lo;
-    memset(dst, 0, (size_t)(kw_lo * p->cin) * sizeof(float));
-    load_floats(dst + kw_lo * p->cin, x, ((px->n * p->in_h + iy) * p->in_w + ix0 + kw_lo) * p->cin,
-                (kw_hi - kw_lo) * p->cin, p->dtype_size);
-    memset(dst + kw_hi * p->cin, 0, (size_t)((p->kernel_w - kw_hi) * p->cin) * sizeof(float));
+    memset(dst, 0, (size_t)(lo - c0) * sizeof(float));
+    if (hi > lo)
+        load_floats(dst + (lo - c0), x, ((px->n * p->in_h + iy) * p->in_w + ix0) * p->cin + lo,
+                    hi - lo, p->dtype_size);
+    memset(dst + (hi - c0), 0, (size_t)(c1 - hi) * sizeof(float));
 }
 
-/* im2col of `count` rows for each group of blk: group g's tile starts at
- * col + (g - group_first) * group_stride and holds, for row t,
- * col[t][(kh*kernel_w + kw)*cin_g + ci]. The groups' channels are adjacent in
+/* Columns [col_first, col_last) of the im2col of `count` rows, for each
+ * group of blk: group g's tile starts at col + (g - group_first) * count *
+ * width, one row of `width` columns per row of the sum; column k of a row is
+ * x at tap k / cin_g, channel k % cin_g. The groups' channels are adjacent in
  * x, so each tap is one pass over one run of x, split among the groups. */
 static void pack_im2col(const cg_plan *p, const void *x, const cg_dw_block *blk, int64_t first,
-                        int64_t count, float *col, int64_t group_stride)
+                        int64_t count, float *col)
 {
     const int64_t groups = blk->group_last - blk->group_first, run = p->cin_g;
+    const int64_t c0 = blk->col_first, c1 = blk->col_last, width = c1 - c0;
+    const int64_t group_stride = count * width;
     const int fp32 = p->dtype_size == sizeof(float);
+    const int64_t row_width = p->kernel_w * run; /* columns of one kernel row */
     pixel px = pixel_of_row(p, first);
     if (run == p->cin && p->dil_w == 1) {
         for (int64_t t = 0; t < count; t++, next_pixel(p, &px))
-            for (int64_t kh = 0; kh < p->kernel_h; kh++)
-                pack_kernel_row(p, x, &px, kh, col + t * p->row_len + kh * p->kernel_w * run);
+            for (int64_t kh = c0 / row_width; kh * row_width < c1; kh++) {
+                int64_t lo = kh * row_width > c0 ? kh * row_width : c0;
+                int64_t hi = min64(c1, (kh + 1) * row_width);
+                pack_kernel_row(p, x, &px, kh, lo - kh * row_width, hi - kh * row_width,
+                                col + t * width + (lo - c0));
+            }
         return;
     }
     for (int64_t t = 0; t < count; t++, next_pixel(p, &px))
-        for (int64_t kh = 0; kh < p->kernel_h; kh++)
-            for (int64_t kw = 0; kw < p->kernel_w; kw++) {
-                float *dst = col + t * p->row_len + (kh * p->kernel_w + kw) * run;
-                int64_t at = x_index(p, &px, kh, kw, blk->group_first * run);
-                for (int64_t g = 0; g < groups; g++, dst += group_stride) {
-                    if (at < 0)
-                        memset(dst, 0, (size_t)run * sizeof(float));
-                    else if (fp32)
-                        copy_floats(dst, (const float *)x + at + g * run, run);
-                    else
-                        load_floats(dst, x, at + g * run, run, p->dtype_size);
-                }
+        for (int64_t tap = c0 / run; tap * run < c1; tap++) {
+            int64_t lo = tap * run > c0 ? tap * run : c0, hi = min64(c1, (tap + 1) * run);
+            int64_t at = x_index(p, &px, tap / p->kernel_w, tap % p->kernel_w,
+                                 blk->group_first * run + (lo - tap * run));
+            float *dst = col + t * width + (lo - c0);
+            for (int64_t g = 0; g < groups; g++, dst += group_stride) {
+                if (at < 0)
+                    memset(dst, 0, (size_t)(hi - lo) * sizeof(float));
+                else if (fp32)
+                    copy_floats(dst, (const float *)x + at + g * run, hi - lo);
+                else
+                    load_floats(dst, x, at + g * run, hi - lo, p->dtype_size);
             }
+        }
 }
 
 /* dyt[t][c] = dy[first + t][channel + c] as floats. */
@@ -160,10 +172,14 @@ static int64_t direct_run(const cg_plan *p, int64_t row, int64_t last, int64_t *
     return last - row;
 }
 
-static void direct_1x1_rows(const cg_plan *p, const float *dy, const float *x, int64_t co_first,
-                            int64_t co_last, int64_t first, int64_t last, float beta, float *dst)
+static void direct_1x1_rows(const cg_plan *p, const float *dy, const float *x,
+                            const cg_dw_block *blk, int64_t first, int64_t last, float beta,
+                            float *dst)
 {
-    const int channels = (int)(co_last - co_first);
+    const int channels = (int)(blk->co_last - blk->co_first);
+    const int width = (int)(blk->col_last - blk->col_first);
+    const int64_t co_first = blk->co_first;
+    dst += blk->col_first;
     int wrote = 0;
     for (int64_t row = first; row < last;) {
         int64_t skip, len = min64(direct_run(p, row, last, &skip), INT_MAX / 2);
@@ -172,14 +188,16 @@ static void direct_1x1_rows(const cg_plan *p, const float *dy, const float *x, i
             continue;
         }
         pixel px = pixel_of_row(p, row);
-        const float *xrow = x + ((px.n * p->in_h + px.oh) * p->in_w + px.ow) * p->cin;
-        cg_gemm_atb(channels, (int)p->cin, (int)len, dy + row * p->cout + co_first, (int)p->cout,
-                    xrow, (int)p->cin, wrote ? 1.0f : beta, dst, (int)p->cin);
+        const float *xrow =
+            x + ((px.n * p->in_h + px.oh) * p->in_w + px.ow) * p->cin + blk->col_first;
+        cg_gemm_atb(channels, width, (int)len, dy + row * p->cout + co_first, (int)p->cout, xrow,
+                    (int)p->cin, wrote ? 1.0f : beta, dst, (int)p->cin);
         wrote = 1;
         row += len;
     }
     if (!wrote && beta == 0.0f) /* every row read padding: the sum is zero */
-        memset(dst, 0, (size_t)channels * (size_t)p->cin * sizeof(float));
+        for (int co = 0; co < channels; co++)
+            memset(dst + (size_t)co * (size_t)p->cin, 0, (size_t)width * sizeof(float));
 }
 
 void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const cg_dw_block *blk,
@@ -188,14 +206,15 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
 {
     const int64_t channels = blk->co_last - blk->co_first, row_len = plan->row_len;
     if (plan->path == CG_PATH_1X1 && plan->dtype_size == sizeof(float)) {
-        direct_1x1_rows(plan, dy, x, blk->co_first, blk->co_last, first, last, beta, dst);
+        direct_1x1_rows(plan, dy, x, blk, first, last, beta, dst);
         return;
     }
-    const int64_t groups = blk->group_last - blk->group_first, col_stride = tile_rows * row_len;
-    float *col = scratch, *dy_tile = scratch + groups * col_stride;
+    const int64_t groups = blk->group_last - blk->group_first;
+    const int64_t width = blk->col_last - blk->col_first;
+    float *col = scratch, *dy_tile = scratch + groups * tile_rows * width;
     for (int64_t row = first; row < last; row += tile_rows) {
         int64_t count = min64(tile_rows, last - row);
-        pack_im2col(plan, x, blk, row, count, col, col_stride);
+        pack_im2col(plan, x, blk, row, count, col);
         for (int64_t g = 0; g < groups; g++) {
             int64_t channel = (blk->group_first + g) * plan->cout_g + blk->co_first;
             const float *a = dy_tile;
@@ -206,9 +225,9 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
             } else {
                 pack_dy(plan, dy, channel, channels, row, count, dy_tile);
             }
-            cg_gemm_atb((int)channels, (int)row_len, (int)count, a, (int)lda, col + g * col_stride,
-                        (int)row_len, row == first ? beta : 1.0f, dst + g * channels * row_len,
-                        (int)row_len);
+            cg_gemm_atb((int)channels, (int)width, (int)count, a, (int)lda, col + g * count * width,
+                        (int)width, row == first ? beta : 1.0f,
+                        dst + g * channels * row_len + blk->col_first, (int)row_len);
         }
     }
 }

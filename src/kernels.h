@@ -7,9 +7,10 @@
 #include "plan.h"
 
 /* The part of dw a general-path call computes: groups [group_first,
- * group_last) and, in each, output channels [co_first, co_last). */
+ * group_last) and, in each, output channels [co_first, co_last) and columns
+ * [col_first, col_last) of their rows (0 <= col < row_len). */
 typedef struct cg_dw_block {
-    int64_t group_first, group_last, co_first, co_last;
+    int64_t group_first, group_last, co_first, co_last, col_first, col_last;
 } cg_dw_block;
 
 /* Scratch a tile of `tile_rows` needs in the general path: the im2col tile
@@ -19,8 +20,9 @@ int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t tile_rows, const 
 
 /* For each group g of blk, in turn: dst[co - co_first][k] (ld row_len) =
  * (beta ? dst : 0) + sum over rows of dy[row][g*cout_g + co] *
- * im2col(x)[row][k], co in [co_first, co_last); the groups' blocks follow each
- * other in dst. `scratch` holds cg_general_scratch_floats(tile_rows, blk)
+ * im2col(x)[row][k], co in [co_first, co_last), k in [col_first, col_last)
+ * (no other column of dst is touched); the groups' blocks follow each other
+ * in dst. `scratch` holds cg_general_scratch_floats(tile_rows, blk)
  * floats (unused by fp32 1x1, which multiplies x in place). */
 void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const cg_dw_block *blk,
                      int64_t first, int64_t last, int64_t tile_rows, float *scratch, float beta,

@@ -6,6 +6,10 @@
 
 /* Per-core im2col scratch of `_s` stays near this size (bytes). */
 enum { SHARED_TILE_TARGET_BYTES = 2 << 20 };
+/* Columns split among cores in chunks of whole vectors of the GEMM kernels,
+ * and only when each core gets enough chunks that one more or less matters
+ * little (at most 1/8 of its work). */
+enum { COLUMN_CHUNK = 16, COLUMN_UNITS_PER_CORE = 8 };
 
 static int mul_ok(size_t a, size_t b, size_t *out)
 {
@@ -126,20 +130,36 @@ const char *cg_path_name(cg_path path)
     return "general";
 }
 
-void cg_split_rows(int64_t rows, int rank, int members, int64_t *first, int64_t *last)
+void cg_split_range(int64_t total, int rank, int members, int64_t *first, int64_t *last)
 {
-    int64_t base = rows / members, extra = rows % members;
+    int64_t base = total / members, extra = total % members;
     *first = rank * base + (rank < extra ? rank : extra);
     *last = *first + base + (rank < extra ? 1 : 0);
 }
 
-int64_t cg_shared_tile_rows(const cg_plan *plan, int64_t rows_of_core)
+int64_t cg_shared_tile_rows(int64_t tile_width, int64_t rows_of_core)
 {
-    /* one tile holds every group's im2col */
-    int64_t t = SHARED_TILE_TARGET_BYTES / (int64_t)sizeof(float) / (plan->row_len * plan->groups);
+    int64_t t = SHARED_TILE_TARGET_BYTES / (int64_t)sizeof(float) / tile_width;
     if (t < 1)
         t = 1;
     return t < rows_of_core ? t : rows_of_core;
+}
+
+int64_t cg_column_unit(const cg_plan *plan)
+{
+    return plan->row_len >= 4 * COLUMN_CHUNK ? COLUMN_CHUNK : plan->row_len;
+}
+
+int64_t cg_column_units(const cg_plan *plan)
+{
+    int64_t unit = cg_column_unit(plan);
+    return plan->groups * ((plan->row_len + unit - 1) / unit);
+}
+
+int cg_split_by_columns(const cg_plan *plan, int members)
+{
+    return plan->path != CG_PATH_DEPTHWISE && members > 1 &&
+           cg_column_units(plan) >= COLUMN_UNITS_PER_CORE * members;
 }
 
 static int workspace_bytes(const cg_plan *plan, int buffer_size, int core_mask, size_t *bytes)

@@ -30,9 +30,21 @@ cg_status cg_plan_make(const ConvParameter *p, size_t dtype_size, cg_plan *plan)
 /* Name of a path, for messages and benchmarks. */
 const char *cg_path_name(cg_path path);
 
-/* Rows [*first, *last) of the sum that logical core `rank` of `members` takes. */
-void cg_split_rows(int64_t rows, int rank, int members, int64_t *first, int64_t *last);
+/* How `_s` shares the work among `members` cores: by columns of dw's rows
+ * when there are enough to balance (each core then owns its part of dw:
+ * no partial sums, no reduction), else by rows of the long sum (partials,
+ * then a reduction). */
+int cg_split_by_columns(const cg_plan *plan, int members);
+/* Column units: 16-column chunks of each group's row, or whole groups when
+ * rows are short; unit u is group u / (units per group). */
+int64_t cg_column_unit(const cg_plan *plan);
+int64_t cg_column_units(const cg_plan *plan);
 
-/* Rows of im2col per tile for `_s`, whose per-core scratch is bounded. */
-int64_t cg_shared_tile_rows(const cg_plan *plan, int64_t rows_of_core);
+/* [*first, *last) of `total` items (rows of the sum, or column units) that
+ * logical core `rank` of `members` takes: contiguous, balanced to within one. */
+void cg_split_range(int64_t total, int rank, int members, int64_t *first, int64_t *last);
+
+/* Rows of im2col per tile of `tile_width` floats a row, for `_s`, whose
+ * per-core scratch is bounded. */
+int64_t cg_shared_tile_rows(int64_t tile_width, int64_t rows_of_core);
 #endif

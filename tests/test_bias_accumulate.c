@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "support.h"

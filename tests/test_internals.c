@@ -125,7 +125,7 @@ Test(plan, row_split_covers_every_row_once_balanced)
             int64_t next = 0, lo = INT64_MAX, hi = 0;
             for (int r = 0; r < members; r++) {
                 int64_t first, last;
-                cg_split_rows(rows[i], r, members, &first, &last);
+                cg_split_range(rows[i], r, members, &first, &last);
                 cr_assert_eq(first, next, "rows %lld, core %d of %d", (long long)rows[i], r,
                              members);
                 cr_assert(last >= first);
@@ -161,9 +161,9 @@ Test(plan, shared_tiles_stay_bounded)
     ConvParameter p = shape(512, 512, 1, 3, 1, 1, 1);
     cg_plan plan;
     cr_assert_eq(cg_plan_make(&p, 4, &plan), CG_OK);
-    int64_t t = cg_shared_tile_rows(&plan, 1 << 20);
+    int64_t t = cg_shared_tile_rows(plan.row_len, 1 << 20);
     cr_assert(t >= 1 && t * plan.row_len * 4 <= (4 << 20), "tile of %lld rows", (long long)t);
-    cr_assert_eq(cg_shared_tile_rows(&plan, 3), 3);
+    cr_assert_eq(cg_shared_tile_rows(plan.row_len, 3), 3);
 }
 
 /* ---- reduction ------------------------------------------------------------ */
@@ -231,4 +231,94 @@ Test(workspace, nan_garbage_is_never_read)
                 free(x);
                 free(dw);
             }
+}
+
+/* ---- the column split ------------------------------------------------------ */
+
+/* Shapes that `_s` splits by columns on 2..8 cores: 16-column chunks that
+ * end mid-tap and mid-group, whole short groups several to a core, fp32 1x1
+ * straight from x; each checked against the reference with guard pages. */
+Test(split, column_split_matches_the_reference)
+{
+    const cgt_shape shapes[] = {
+        {.n = 2,
+         .h = 7,
+         .w = 6,
+         .cin = 37,
+         .cout = 11,
+         .kh = 3,
+         .kw = 3,
+         .pu = 1,
+         .pd = 1,
+         .pl = 1,
+         .pr = 1}, /* chunks mid-tap */
+        {.n = 1,
+         .h = 5,
+         .w = 9,
+         .cin = 40,
+         .cout = 6,
+         .kh = 2,
+         .kw = 3,
+         .g = 2,
+         .sh = 2,
+         .dw = 2,
+         .pl = 2}, /* chunks mid-group */
+        {.n = 2,
+         .h = 5,
+         .w = 4,
+         .cin = 60,
+         .cout = 9,
+         .kh = 2,
+         .kw = 3,
+         .g = 3,
+         .pr = 1,
+         .pd = 2}, /* a core's chunks span groups */
+        {.n = 2,
+         .h = 6,
+         .w = 6,
+         .cin = 64,
+         .cout = 64,
+         .kh = 3,
+         .kw = 1,
+         .g = 32,
+         .pu = 1,
+         .pd = 1},                                                         /* whole groups */
+        {.n = 3, .h = 4, .w = 5, .cin = 300, .cout = 7, .kh = 1, .kw = 1}, /* 1x1 */
+        {.n = 1, .h = 3, .w = 3, .cin = 129, .cout = 3, .kh = 3, .kw = 3, .pu = 2, .pl = 1}};
+    const int masks[] = {0x3, 0x7, 0xF, 0x80000001, 0xFF};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (size_t m = 0; m < sizeof masks / sizeof *masks; m++)
+            for (int dtype = 0; dtype < 2; dtype++)
+                for (int mode = 0; mode < 2; mode++) {
+                    cgt_case c = {.p = cgt_param(&shapes[i]),
+                                  .dtype = dtype ? CGT_FP16 : CGT_FP32,
+                                  .mode = mode ? CGT_S_SPMD : CGT_S_HOST,
+                                  .core_mask = masks[m],
+                                  .with_bias = 1,
+                                  .prefill = 1,
+                                  .calls = 2,
+                                  .seed = cgt_base_seed() + i};
+                    cg_plan plan;
+                    cr_assert_eq(cg_plan_make(&c.p, dtype ? 2 : 4, &plan), CG_OK);
+                    int members = cgt_popcount(masks[m]);
+                    cgt_result r = cgt_run_case(&c);
+                    char desc[512];
+                    cgt_case_str(&c, desc, sizeof desc);
+                    cr_assert(r.ok, "%s (by %s): %s", desc,
+                              cg_split_by_columns(&plan, members) ? "columns" : "rows", r.msg);
+                }
+}
+
+Test(split, columns_only_when_they_balance)
+{
+    ConvParameter wide = shape(64, 64, 1, 3, 1, 1, 1); /* 576 columns: 36 chunks */
+    ConvParameter dw = shape(64, 64, 64, 3, 1, 1, 1);
+    cg_plan pw, pd;
+    cr_assert_eq(cg_plan_make(&wide, 4, &pw), CG_OK);
+    cr_assert_eq(cg_plan_make(&dw, 4, &pd), CG_OK);
+    cr_assert_eq(cg_column_units(&pw), 36);
+    cr_assert(!cg_split_by_columns(&pw, 1));
+    cr_assert(cg_split_by_columns(&pw, 2) && cg_split_by_columns(&pw, 4));
+    cr_assert(!cg_split_by_columns(&pw, 5) && !cg_split_by_columns(&pw, 32));
+    cr_assert(!cg_split_by_columns(&pd, 2), "depthwise never splits by columns");
 }

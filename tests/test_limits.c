@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "plan.h"
 #include "support.h"
@@ -505,9 +506,13 @@ Test(limits, moderately_large_1x1, .timeout = TEST_TIMEOUT)
         c.with_bias = 1;
         c.calls = 1;
         c.seed = cgt_mix64(cgt_base_seed() ^ 0x33 ^ i);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         cgt_result r = cgt_run_case(&c);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
         char desc[1024];
         cgt_case_str(&c, desc, sizeof desc);
+        cr_log_info("%.2fs %s", (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec), desc);
         cr_expect(r.ok, "%s%s", desc, r.msg);
     }
 }

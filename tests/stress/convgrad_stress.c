@@ -193,12 +193,17 @@ static void report_in_flight(const char *what, int sig)
         put(b, fmt_u64(b, v - 1, 0));
         put_str(", reproducer:\n");
         put_reproducer(v - 1);
+    } else {
+        put_str(" (case unknown)\n");
     }
-    put_str(v ? "convgrad-stress: also in flight:\n" : ", cases in flight:\n");
+    const char *head = v ? "convgrad-stress: also running:\n" : "convgrad-stress: running:\n";
     for (int i = 0; i < g_pool.nworkers; ++i) {
         const uint64_t u = atomic_load(&g_pool.w[i].inflight);
-        if (u && i != culprit)
-            put_reproducer(u - 1);
+        if (!u || i == culprit)
+            continue;
+        put_str(head);
+        head = "";
+        put_reproducer(u - 1);
     }
 }
 
@@ -647,30 +652,27 @@ static void show_progress(pool *P, int final)
     }
 }
 
-/* Under mu. A case past --timeout: report every case in flight and end the
- * run (a hung core cannot be joined). */
+/* Under mu. A case past --timeout: report it (its description is a pure
+ * function of its index) and end the run: a hung core cannot be joined. */
 static void check_hung(pool *P)
 {
+    const options *o = P->opt;
     const long long now = now_ns();
     for (int i = 0; i < P->nworkers; ++i) {
-        const worker *w = &P->w[i];
-        const uint64_t v = atomic_load(&w->inflight);
-        const double secs = 1e-9 * (double)(now - atomic_load(&w->started_ns));
-        if (!v || secs < P->opt->timeout)
+        const uint64_t v = atomic_load(&P->w[i].inflight);
+        const double secs = 1e-9 * (double)(now - atomic_load(&P->w[i].started_ns));
+        if (!v || secs < o->timeout)
             continue;
+        const uint64_t idx = v - 1;
+        const cgt_case c = stress_case(o->seed, idx, o->cores);
+        char repro[160], desc[1024];
+        stress_reproducer(repro, sizeof repro, o->seed, &idx, 1, o->cores);
+        cgt_case_str(&c, desc, sizeof desc);
         clear_progress(P);
-        printf("FAIL case %llu has run for %.0f s (--timeout %g): hung. In flight:\n",
-               (unsigned long long)(v - 1), secs, P->opt->timeout);
-        for (int j = 0; j < P->nworkers; ++j) {
-            const uint64_t u = atomic_load(&P->w[j].inflight);
-            char repro[160];
-            if (!u)
-                continue;
-            const uint64_t k = u - 1;
-            stress_reproducer(repro, sizeof repro, P->opt->seed, &k, 1, P->opt->cores);
-            printf("  %s\n", repro);
-        }
+        printf("FAIL %s  # case %llu, hung: still running after %.0f s (--timeout %g): %s\n", repro,
+               (unsigned long long)idx, secs, o->timeout, desc);
         P->st.failures++;
+        fflush(stdout);
         return;
     }
 }
