@@ -4,7 +4,12 @@
 # Source it; it defines functions only (and CG_ROOT).
 
 CG_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CG_APT_PACKAGES=(build-essential cmake pkg-config libopenblas-dev libcriterion-dev)
+# clang and libclang-rt-14-dev (libFuzzer's runtime): the fuzz tree, tests/fuzz.
+CG_APT_PACKAGES=(build-essential cmake pkg-config libopenblas-dev libcriterion-dev
+    clang libclang-rt-14-dev)
+# The benchmark's peer and plots (oneDNN, gnuplot): installed by scripts/run-main.sh
+# only (cg_ensure_bench_deps); the build and the tests do without them.
+CG_BENCH_PACKAGES=(libdnnl-dev gnuplot-nox)
 
 # Prints the packages (or, off Debian, the tools) that are missing, one a line.
 cg_missing_packages() {
@@ -55,6 +60,41 @@ cg_ensure_deps() {
     fi
     "${sudo[@]}" apt-get update &&
         "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${CG_APT_PACKAGES[@]}"
+}
+
+# Installs the benchmark's optional packages (CG_BENCH_PACKAGES) when any is
+# missing. Best effort: convgrad-bench builds and runs without them (it says
+# "oneDNN: not available" / "plots skipped"), so a failure here only warns.
+cg_ensure_bench_deps() {
+    if ! command -v dpkg-query >/dev/null 2>&1; then
+        echo "packages (benchmark): not a Debian system; install oneDNN and gnuplot" \
+            "for the oneDNN peer and the plots"
+        return 0
+    fi
+    local p missing=()
+    for p in "${CG_BENCH_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
+            missing+=("$p")
+    done
+    if [ ${#missing[@]} -eq 0 ]; then
+        echo "packages (benchmark): all present (${CG_BENCH_PACKAGES[*]})"
+        return 0
+    fi
+    echo "packages (benchmark): missing: ${missing[*]}"
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1; then
+            sudo=(sudo)
+        else
+            echo "warning: not root and no sudo; the benchmark runs without ${missing[*]}" >&2
+            return 0
+        fi
+    fi
+    if ! { "${sudo[@]}" apt-get update &&
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"; }; then
+        echo "warning: could not install ${missing[*]}; the benchmark runs without them" >&2
+    fi
+    return 0
 }
 
 # cg_configure BUILD_DIR BUILD_TYPE SANITIZE [more cmake args...]

@@ -3,10 +3,12 @@
 #
 #   bash scripts/run-main.sh [ARGS...]
 #
-# Installs the build's packages if any is missing, configures and builds the
+# Installs the build's packages if any is missing, and the benchmark's (oneDNN
+# and gnuplot: CG_BENCH_PACKAGES, best effort), configures and builds the
 # release tree (build/release), then runs the benchmark, convgrad-bench, with
-# ARGS passed through. Until the build defines a convgrad-bench target, it runs
-# the vendor card's two examples instead (and ARGS are ignored).
+# ARGS passed through (--help lists them; results go to build/release/bench).
+# Until the build defines a convgrad-bench target, it runs the vendor card's
+# two examples instead (and ARGS are ignored).
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -14,6 +16,7 @@ cd "$CG_ROOT"
 
 build=build/release
 cg_ensure_deps
+cg_ensure_bench_deps
 cg_configure "$build" Release ""
 cg_build "$build"
 

@@ -12,13 +12,15 @@
 #     examples once more in the open in the release tree, and a 60 s
 #     fixed-seed convgrad-stress run in the asan and tsan trees;
 #  3. installs the release tree into a temporary prefix and builds a consumer
-#     project against it (scripts/check-install.sh).
+#     project against it (scripts/check-install.sh);
+#  4. builds the libFuzzer target with clang in build/fuzz and runs it: the
+#     seed corpus once, then 45 s with a fixed seed (tests/fuzz/run.sh).
 #
 # Prints a time per stage and ends with one line, 'N passed, N failed'
 # (', N skipped' when a failed stage kept later ones from running): each ctest
 # test counts once, and so does every other stage. Exits non-zero on any
 # failure. CONVGRAD_TREES="release asan" runs a subset of the trees (the
-# install check needs release).
+# install check needs release; "fuzz" is the libFuzzer tree).
 set -uo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -29,7 +31,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 
-trees=${CONVGRAD_TREES:-release asan tsan}
+trees=${CONVGRAD_TREES:-release asan tsan fuzz}
 logdir=$CG_ROOT/build/logs
 mkdir -p "$logdir"
 
@@ -126,14 +128,38 @@ stress_run() {
     return "${PIPESTATUS[0]}"
 }
 
+# build/fuzz: the libFuzzer target, built with clang (README.md, "Fuzzing").
+# CONVGRAD_FUZZ_SECONDS changes the fuzzing time (default 45).
+fuzz_name() { echo "fuzz: corpus + ${CONVGRAD_FUZZ_SECONDS:-45} s (fuzz)"; }
+fuzz_tree() {
+    local dir=build/fuzz
+    if ! stage "configure (fuzz)" cg_configure "$dir" RelWithDebInfo "" -DCMAKE_C_COMPILER=clang \
+        -DCONVGRAD_BUILD_TESTS=OFF -DCONVGRAD_BUILD_EXAMPLES=OFF -DCONVGRAD_BUILD_BENCHMARKS=OFF \
+        -DCONVGRAD_BUILD_FUZZ=ON; then
+        skip "build (fuzz)" "configure failed"
+        skip "$(fuzz_name)" "configure failed"
+        return
+    fi
+    if ! stage "build (fuzz)" cg_build "$dir" --target fuzz_grad_filter; then
+        skip "$(fuzz_name)" "build failed"
+        return
+    fi
+    stage "$(fuzz_name)" bash tests/fuzz/run.sh "$dir" "${CONVGRAD_FUZZ_SECONDS:-45}"
+    cp "$dir/fuzz.log" "$logdir/fuzz.log" 2>/dev/null
+}
+
 run_tree() {
     local tree=$1 type sanitize
     case "$tree" in
+    fuzz)
+        fuzz_tree
+        return
+        ;;
     release) type=Release sanitize= ;;
     asan) type=RelWithDebInfo sanitize=address ;;
     tsan) type=RelWithDebInfo sanitize=thread ;;
     *)
-        echo "unknown tree '$tree' (release, asan or tsan)"
+        echo "unknown tree '$tree' (release, asan, tsan or fuzz)"
         failed=$((failed + 1))
         return
         ;;

@@ -60,6 +60,13 @@ int cgt_rng_chance(cgt_rng *r, int percent)
     return cgt_rng_int(r, 0, 99) < percent;
 }
 
+cgt_rng cgt_rng_seeded(uint64_t seed)
+{
+    cgt_rng r;
+    cgt_rng_seed(&r, seed);
+    return r;
+}
+
 uint64_t cgt_base_seed(void)
 {
     const char *s = getenv("CGT_SEED");
@@ -80,6 +87,14 @@ void cgt_fill_f16(cgt_rng *r, void *bits, size_t n, double range)
 {
     for (size_t i = 0; i < n; ++i)
         ref_half_store(bits, i, ref_float_to_half((float)(range * cgt_rng_sym(r))));
+}
+
+void cgt_fill(cgt_rng *r, cgt_dtype dt, void *v, size_t n, double range)
+{
+    if (dt == CGT_FP32)
+        cgt_fill_f32(r, v, n, range);
+    else
+        cgt_fill_f16(r, v, n, range);
 }
 
 void cgt_fill_dyadic_f32(cgt_rng *r, float *v, size_t n, int range)
@@ -285,6 +300,28 @@ void cgt_param_str(const ConvParameter *p, char *buf, size_t len)
              p->pad_d_, p->pad_l_, p->pad_r_, p->output_h_, p->output_w_, p->buffer_size_);
 }
 
+void cgt_draw_kernel_geom(cgt_rng *r, cgt_shape *s, int maxk, int maxs, int maxd, int maxp)
+{
+    s->kh = cgt_rng_int(r, 1, maxk);
+    s->kw = cgt_rng_int(r, 1, maxk);
+    s->sh = cgt_rng_int(r, 1, maxs);
+    s->sw = cgt_rng_int(r, 1, maxs);
+    s->dh = cgt_rng_int(r, 1, maxd);
+    s->dw = cgt_rng_int(r, 1, maxd);
+    s->pu = cgt_rng_int(r, 0, maxp);
+    s->pd = cgt_rng_int(r, 0, maxp);
+    s->pl = cgt_rng_int(r, 0, maxp);
+    s->pr = cgt_rng_int(r, 0, maxp);
+}
+
+cgt_shape cgt_card_shape(void)
+{
+    cgt_shape s = {.n = 4, .h = 4, .w = 4, .cin = 4, .cout = 4, .kh = 3, .kw = 3};
+    s.oh = s.ow = 2;
+    s.bs = 0x10000;
+    return s;
+}
+
 /* ---- run_case -------------------------------------------------------------- */
 
 const char *cgt_mode_name(cgt_mode m)
@@ -318,6 +355,14 @@ void cgt_case_str(const cgt_case *c, char *buf, size_t len)
              : c->dyadic  ? " dyadic"
                           : "",
              c->exact ? " exact" : "", ps);
+}
+
+cgt_result cgt_result_passing(void)
+{
+    cgt_result r;
+    memset(&r, 0, sizeof r);
+    r.ok = 1;
+    return r;
 }
 
 void cgt_result_addf(cgt_result *r, const char *fmt, ...)

@@ -27,6 +27,7 @@ double cgt_rng_unit(cgt_rng *r);             /* uniform in [0, 1) */
 double cgt_rng_sym(cgt_rng *r);              /* uniform in [-1, 1] */
 int cgt_rng_pick(cgt_rng *r, const int *v, int n);
 int cgt_rng_chance(cgt_rng *r, int percent); /* 1 with probability percent/100 */
+cgt_rng cgt_rng_seeded(uint64_t seed);       /* a generator seeded with seed */
 
 /* Base seed of a test binary: $CGT_SEED if set (decimal or 0x hex), else a
  * fixed default, so runs are reproducible and failures name their seed. */
@@ -96,9 +97,18 @@ cgt_path cgt_path_of(const ConvParameter *p);
 const char *cgt_path_name(cgt_path path);
 /* One-line description of the shape fields. */
 void cgt_param_str(const ConvParameter *p, char *buf, size_t len);
+/* Draws the kernel and its geometry, each field on its own (so Kh != Kw and
+ * asymmetric pads are common): Kh, Kw in [1, maxk], strides in [1, maxs],
+ * dilations in [1, maxd], pads in [0, maxp], in that order. */
+void cgt_draw_kernel_geom(cgt_rng *r, cgt_shape *s, int maxk, int maxs, int maxd, int maxp);
+/* The vendor card's example shape: batch 4, a 4x4x4 input, a 3x3 kernel, a
+ * 2x2x4 dy, group 1, buffer_size_ 0x10000. */
+cgt_shape cgt_card_shape(void);
 
 /* ---- one configuration, run and checked --------------------------------- */
 typedef enum { CGT_FP32, CGT_FP16 } cgt_dtype;
+/* cgt_fill_f32 or cgt_fill_f16, as dt says: n values of the dtype in v. */
+void cgt_fill(cgt_rng *r, cgt_dtype dt, void *v, size_t n, double range);
 typedef enum {
     CGT_S_HOST, /* _s called once from the test thread (host mode) */
     CGT_S_SPMD, /* _s called by every core of the mask inside core_mask_launch */
@@ -181,6 +191,9 @@ cgt_result cgt_run_case(const cgt_case *c);
 void cgt_case_str(const cgt_case *c, char *buf, size_t len);
 const char *cgt_mode_name(cgt_mode m);
 
+/* A result that has found nothing wrong yet (ok, no message): the start of a
+ * check that adds to it, e.g. with cgt_expected_compare. */
+cgt_result cgt_result_passing(void);
 /* Append to a result's message (printf style), truncating. */
 void cgt_result_addf(cgt_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

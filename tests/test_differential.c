@@ -63,20 +63,6 @@ static void spatial(cgt_rng *r, cgt_shape *s, int maxhw)
         s->w = s->h + cgt_rng_int(r, 1, 3); /* H != W most of the time */
 }
 
-static void kernel_geom(cgt_rng *r, cgt_shape *s, int maxk, int maxs, int maxd, int maxp)
-{
-    s->kh = cgt_rng_int(r, 1, maxk);
-    s->kw = cgt_rng_int(r, 1, maxk);
-    s->sh = cgt_rng_int(r, 1, maxs);
-    s->sw = cgt_rng_int(r, 1, maxs);
-    s->dh = cgt_rng_int(r, 1, maxd);
-    s->dw = cgt_rng_int(r, 1, maxd);
-    s->pu = cgt_rng_int(r, 0, maxp);
-    s->pd = cgt_rng_int(r, 0, maxp);
-    s->pl = cgt_rng_int(r, 0, maxp);
-    s->pr = cgt_rng_int(r, 0, maxp);
-}
-
 static void draw_shape(cgt_rng *r, family f, cgt_shape *s)
 {
     memset(s, 0, sizeof *s);
@@ -85,7 +71,7 @@ static void draw_shape(cgt_rng *r, family f, cgt_shape *s)
         const int c = cgt_rng_pick(r, CHANS, NCHANS);
         s->cin = s->cout = s->g = c;
         spatial(r, s, 10);
-        kernel_geom(r, s, 5, 3, 1, 3);
+        cgt_draw_kernel_geom(r, s, 5, 3, 1, 3);
         pick_output(r, s, 15);
         break;
     }
@@ -102,7 +88,7 @@ static void draw_shape(cgt_rng *r, family f, cgt_shape *s)
         s->cout = cgt_rng_pick(r, CHANS, NCHANS);
         s->g = 1;
         spatial(r, s, 9);
-        kernel_geom(r, s, 5, 3, 3, 3);
+        cgt_draw_kernel_geom(r, s, 5, 3, 3, 3);
         pick_output(r, s, 15);
         break;
     case F_GROUPED: {
@@ -111,7 +97,7 @@ static void draw_shape(cgt_rng *r, family f, cgt_shape *s)
         s->cin = s->g * cgt_rng_pick(r, SMALL_CHANS, NSMALL);
         s->cout = s->g * cgt_rng_pick(r, SMALL_CHANS, NSMALL);
         spatial(r, s, 8);
-        kernel_geom(r, s, 4, 3, 3, 2); /* dilation with groups */
+        cgt_draw_kernel_geom(r, s, 4, 3, 3, 2); /* dilation with groups */
         pick_output(r, s, 15);
         break;
     }
@@ -120,7 +106,7 @@ static void draw_shape(cgt_rng *r, family f, cgt_shape *s)
         s->g = s->cin = c;
         s->cout = c * cgt_rng_int(r, 2, 4);
         spatial(r, s, 8);
-        kernel_geom(r, s, 4, 2, 2, 2);
+        cgt_draw_kernel_geom(r, s, 4, 2, 2, 2);
         pick_output(r, s, 15);
         break;
     }
@@ -128,7 +114,7 @@ static void draw_shape(cgt_rng *r, family f, cgt_shape *s)
         const int c = cgt_rng_pick(r, CHANS, NCHANS);
         s->cin = s->cout = s->g = c;
         spatial(r, s, 9);
-        kernel_geom(r, s, 3, 2, 3, 2);
+        cgt_draw_kernel_geom(r, s, 3, 2, 3, 2);
         if (s->dh == 1 && s->dw == 1)
             s->dw = 2;
         pick_output(r, s, 15);
@@ -173,7 +159,7 @@ static void draw_shape(cgt_rng *r, family f, cgt_shape *s)
         if (cgt_rng_chance(r, 30))
             s->cout = s->cin = s->g = cgt_rng_pick(r, CHANS, NCHANS); /* depthwise */
         spatial(r, s, 12);
-        kernel_geom(r, s, 2, 1, 1, 2);
+        cgt_draw_kernel_geom(r, s, 2, 1, 1, 2);
         s->sh = cgt_rng_int(r, s->kh + 1, 5);
         s->sw = cgt_rng_int(r, s->kw + 1, 5);
         pick_output(r, s, 15);
@@ -338,9 +324,16 @@ static cgt_case random_case(cgt_rng *r, ConvParameter p, int dtype, int mode, ui
     return c;
 }
 
-/* Runs one case; returns 1 if it passed. Reports failures through
- * cr_expect with everything needed to reproduce: the case description and,
- * for cases built by case_from_seed, the CGT_REPLAY environment. */
+/* _p SPMD gives every core its own copy of everything: keep it to the 8 low
+ * cores; a mask left empty becomes if_empty. */
+static void limit_p_spmd_mask(cgt_case *c, int if_empty)
+{
+    if (c->mode == CGT_P_SPMD)
+        c->core_mask &= 0xff;
+    if (c->core_mask == 0)
+        c->core_mask = if_empty;
+}
+
 /* Coverage statistics, printed per test when CGT_STATS is set. */
 static struct {
     int cases, path[3], dtype[2], mode[4], bias, calls2, min_buffer, masks32, masks1;
@@ -378,23 +371,43 @@ static void stats_print(const char *test)
             stats.cases ? stats.macs / stats.cases : 0.0, stats.max_macs);
 }
 
-static int check_case(const char *test, const char *replay, const cgt_case *c, int *failures)
+/* A test's name and how many of its cases ran and failed. */
+typedef struct tally {
+    const char *test;
+    int cases, failures;
+} tally;
+
+/* Runs one case, counted in t; returns 1 if it passed. Reports failures
+ * through cr_expect with everything needed to reproduce: the case
+ * description and, for cases built by case_from_seed, the CGT_REPLAY
+ * environment. */
+static int check_case(tally *t, const char *replay, const cgt_case *c)
 {
     stats_add(c);
+    ++t->cases;
     cgt_result res = cgt_run_case(c);
     if (!res.ok) {
-        ++*failures;
-        if (*failures <= MAX_FAILURES_SHOWN) {
+        ++t->failures;
+        if (t->failures <= MAX_FAILURES_SHOWN) {
             char desc[1024];
             cgt_case_str(c, desc, sizeof desc);
-            cr_expect(res.ok, "%s: case failed%s%s\n  %s%s", test, replay ? " -- replay: " : "",
+            cr_expect(res.ok, "%s: case failed%s%s\n  %s%s", t->test, replay ? " -- replay: " : "",
                       replay ? replay : "", desc, res.msg);
         } else {
-            cr_expect(res.ok, "%s: one more failing case, seed 0x%llx", test,
+            cr_expect(res.ok, "%s: one more failing case, seed 0x%llx", t->test,
                       (unsigned long long)c->seed);
         }
     }
     return res.ok;
+}
+
+/* The end of a test: its coverage statistics (CGT_STATS), and no case may
+ * have failed. */
+static void assert_no_case_failed(const tally *t)
+{
+    stats_print(t->test);
+    cr_assert(t->failures == 0, "%s: %d of %d cases failed (base seed 0x%llx)", t->test,
+              t->failures, t->cases, (unsigned long long)cgt_base_seed());
 }
 
 static void replay_str(char *buf, size_t len, family f, uint64_t seed, double budget, int dtype,
@@ -408,10 +421,19 @@ static void replay_str(char *buf, size_t len, family f, uint64_t seed, double bu
 /* A family's case from its seed alone (so CGT_REPLAY can rebuild it). */
 static cgt_case case_from_seed(family f, uint64_t seed, double budget, int dtype, int mode)
 {
-    cgt_rng r;
-    cgt_rng_seed(&r, seed);
+    cgt_rng r = cgt_rng_seeded(seed);
     ConvParameter p = shape_within(&r, f, budget);
     return random_case(&r, p, dtype, mode, seed);
+}
+
+/* Checks the case of family f that seed makes, naming the CGT_REPLAY line
+ * that rebuilds it. */
+static void check_seeded_case(tally *t, family f, uint64_t seed, double budget, int dtype, int mode)
+{
+    cgt_case c = case_from_seed(f, seed, budget, dtype, mode);
+    char rp[256];
+    replay_str(rp, sizeof rp, f, seed, budget, dtype, mode);
+    check_case(t, rp, &c);
 }
 
 /* $CGT_SCALE (default 1) multiplies the number of random cases. */
@@ -429,25 +451,26 @@ static uint64_t case_seed(const char *test, int i)
                      (uint64_t)i * 0x9e3779b97f4a7c15ULL);
 }
 
+/* Case k of a test around a given shape: the rest of it drawn from the
+ * case's seed. */
+static cgt_case case_around(const tally *t, int k, ConvParameter p, int dtype, int mode)
+{
+    const uint64_t seed = case_seed(t->test, k);
+    cgt_rng r = cgt_rng_seeded(seed);
+    return random_case(&r, p, dtype, mode, seed);
+}
+
 /* Runs n cases of family f; dtype and mode cycle so every combination is hit. */
 static void run_family(const char *test, family f, int n, double budget)
 {
-    int failures = 0;
+    tally t = {test, 0, 0};
     n = scaled(n);
     for (int i = 0; i < n; ++i) {
-        const uint64_t seed = case_seed(test, i);
-        const int dtype = i % 2;
-        const int mode = (i / 2) % 4;
         /* small budgets mostly, a few bigger cases */
         const double b = (i % 10 == 9) ? budget * 8 : budget;
-        cgt_case c = case_from_seed(f, seed, b, dtype, mode);
-        char rp[256];
-        replay_str(rp, sizeof rp, f, seed, b, dtype, mode);
-        check_case(test, rp, &c, &failures);
+        check_seeded_case(&t, f, case_seed(test, i), b, i % 2, (i / 2) % 4);
     }
-    stats_print(test);
-    cr_assert(failures == 0, "%s: %d of %d cases failed (base seed 0x%llx)", test, failures, n,
-              (unsigned long long)cgt_base_seed());
+    assert_no_case_failed(&t);
 }
 
 Test(differential, depthwise, .timeout = TEST_TIMEOUT)
@@ -507,19 +530,16 @@ Test(differential, huge_strides_dilations_pads, .timeout = TEST_TIMEOUT)
  * that way), double rounding, truncation, and any element off by a term. */
 static void run_family_exact(const char *test, int dtype, int n)
 {
-    int failures = 0;
+    tally t = {test, 0, 0};
     n = scaled(n);
     for (int i = 0; i < n; ++i) {
-        const uint64_t seed = case_seed(test, i);
-        const family f = (family)(i % F_COUNT);
-        cgt_case c = case_from_seed(f, seed, 5000, dtype, i % 4);
+        cgt_case c = case_from_seed((family)(i % F_COUNT), case_seed(test, i), 5000, dtype, i % 4);
         c.dyadic = 1;
         c.exact = 1;
         c.range = 2;
-        check_case(test, NULL, &c, &failures);
+        check_case(&t, NULL, &c);
     }
-    stats_print(test);
-    cr_assert(failures == 0, "%s: %d of %d cases failed", test, failures, n);
+    assert_no_case_failed(&t);
 }
 
 Test(differential, fp32_bit_exact_on_dyadic_data, .timeout = TEST_TIMEOUT)
@@ -537,132 +557,48 @@ Test(differential, fp16_rounded_once_from_fp32_sums, .timeout = TEST_TIMEOUT)
  * give the formula's result (a wrapped tap adds terms that must be 0). */
 Test(differential, int64_coordinates_crafted, .timeout = TEST_TIMEOUT)
 {
-    const char *test = "int64_coordinates_crafted";
+    tally t = {"int64_coordinates_crafted", 0, 0};
+    /* One shape a line (clang-format would put one field a line). */
+    /* clang-format off */
     static const cgt_shape shapes[] = {
         /* kh=2: 2*(2^31-1) wraps to -2; + oh (2, 3) lands on rows 0, 1 */
-        {.n = 2,
-         .h = 5,
-         .w = 4,
-         .cin = 3,
-         .cout = 4,
-         .kh = 3,
-         .kw = 2,
-         .dh = INT_MAX,
-         .oh = 4,
-         .ow = 3},
+        {.n = 2, .h = 5, .w = 4, .cin = 3, .cout = 4, .kh = 3, .kw = 2,
+         .dh = INT_MAX, .oh = 4, .ow = 3},
         /* oh=4: 4*2^30 wraps to 0 */
-        {.n = 1,
-         .h = 5,
-         .w = 5,
-         .cin = 4,
-         .cout = 5,
-         .kh = 1,
-         .kw = 2,
-         .sh = 1 << 30,
-         .oh = 6,
-         .ow = 4},
+        {.n = 1, .h = 5, .w = 5, .cin = 4, .cout = 5, .kh = 1, .kw = 2,
+         .sh = 1 << 30, .oh = 6, .ow = 4},
         /* the same on the w axis */
-        {.n = 2,
-         .h = 4,
-         .w = 5,
-         .cin = 3,
-         .cout = 2,
-         .kh = 2,
-         .kw = 3,
-         .dw = INT_MAX,
-         .oh = 3,
-         .ow = 4},
+        {.n = 2, .h = 4, .w = 5, .cin = 3, .cout = 2, .kh = 2, .kw = 3,
+         .dw = INT_MAX, .oh = 3, .ow = 4},
         /* ow=4: 4*(2^30+1) wraps to 4 */
-        {.n = 1,
-         .h = 3,
-         .w = 6,
-         .cin = 5,
-         .cout = 3,
-         .kh = 2,
-         .kw = 1,
-         .sw = (1 << 30) + 1,
-         .oh = 2,
-         .ow = 6},
+        {.n = 1, .h = 3, .w = 6, .cin = 5, .cout = 3, .kh = 2, .kw = 1,
+         .sw = (1 << 30) + 1, .oh = 2, .ow = 6},
         /* depthwise (dilation 1): huge strides on both axes */
-        {.n = 2,
-         .h = 6,
-         .w = 6,
-         .cin = 5,
-         .cout = 5,
-         .g = 5,
-         .kh = 2,
-         .kw = 2,
-         .sh = 1 << 30,
-         .sw = (1 << 30) + 1,
-         .oh = 6,
-         .ow = 6},
+        {.n = 2, .h = 6, .w = 6, .cin = 5, .cout = 5, .g = 5, .kh = 2, .kw = 2,
+         .sh = 1 << 30, .sw = (1 << 30) + 1, .oh = 6, .ow = 6},
         /* depthwise with a huge pad: only oh == 1 reaches the input */
-        {.n = 1,
-         .h = 4,
-         .w = 4,
-         .cin = 7,
-         .cout = 7,
-         .g = 7,
-         .kh = 3,
-         .kw = 2,
-         .sh = INT_MAX,
-         .pu = INT_MAX,
-         .oh = 3,
-         .ow = 3},
+        {.n = 1, .h = 4, .w = 4, .cin = 7, .cout = 7, .g = 7, .kh = 3, .kw = 2,
+         .sh = INT_MAX, .pu = INT_MAX, .oh = 3, .ow = 3},
         /* groups + dilation 2^31-1 */
-        {.n = 2,
-         .h = 5,
-         .w = 4,
-         .cin = 4,
-         .cout = 6,
-         .g = 2,
-         .kh = 3,
-         .kw = 2,
-         .dh = INT_MAX,
-         .oh = 4,
-         .ow = 3},
+        {.n = 2, .h = 5, .w = 4, .cin = 4, .cout = 6, .g = 2, .kh = 3, .kw = 2,
+         .dh = INT_MAX, .oh = 4, .ow = 3},
         /* stride 2, dilation 2^31-1: 2*oh - 2 */
-        {.n = 1,
-         .h = 6,
-         .w = 3,
-         .cin = 2,
-         .cout = 3,
-         .kh = 3,
-         .kw = 1,
-         .sh = 2,
-         .dh = INT_MAX,
-         .oh = 4,
-         .ow = 3},
+        {.n = 1, .h = 6, .w = 3, .cin = 2, .cout = 3, .kh = 3, .kw = 1,
+         .sh = 2, .dh = INT_MAX, .oh = 4, .ow = 3},
         /* huge pads that the formula ignores (pad_d_, pad_r_), 1x1-like kernel */
-        {.n = 2,
-         .h = 3,
-         .w = 4,
-         .cin = 6,
-         .cout = 5,
-         .kh = 1,
-         .kw = 1,
-         .pd = INT_MAX,
-         .pr = INT_MAX,
-         .oh = 3,
-         .ow = 4},
+        {.n = 2, .h = 3, .w = 4, .cin = 6, .cout = 5, .kh = 1, .kw = 1,
+         .pd = INT_MAX, .pr = INT_MAX, .oh = 3, .ow = 4},
     };
+    /* clang-format on */
     const int ns = (int)(sizeof shapes / sizeof shapes[0]);
-    int failures = 0, n = 0;
     for (int si = 0; si < ns; ++si)
         for (int dt = 0; dt < 2; ++dt)
             for (int mode = 0; mode < 4; ++mode) {
-                const uint64_t seed = case_seed(test, n++);
-                cgt_rng r;
-                cgt_rng_seed(&r, seed);
-                cgt_case c = random_case(&r, cgt_param(&shapes[si]), dt, mode, seed);
-                if (c.mode == CGT_P_SPMD)
-                    c.core_mask &= 0xff;
-                if (c.core_mask == 0)
-                    c.core_mask = 0x6;
-                check_case(test, NULL, &c, &failures);
+                cgt_case c = case_around(&t, t.cases, cgt_param(&shapes[si]), dt, mode);
+                limit_p_spmd_mask(&c, 0x6);
+                check_case(&t, NULL, &c);
             }
-    stats_print(test);
-    cr_assert(failures == 0, "%s: %d of %d cases failed", test, failures, n);
+    assert_no_case_failed(&t);
 }
 
 /* Problems smaller than the core count: a single row of the long sum, a
@@ -670,51 +606,33 @@ Test(differential, int64_coordinates_crafted, .timeout = TEST_TIMEOUT)
  * cores get no rows and empty reduction slices. */
 Test(differential, tiny_problems_many_cores, .timeout = TEST_TIMEOUT)
 {
-    const char *test = "tiny_problems_many_cores";
+    tally t = {"tiny_problems_many_cores", 0, 0};
+    /* 1 dw element; 1x1 with 3; depthwise with 4; a 3x3 kernel on a 1x1
+     * input; one row of the sum with 2304 elements; depthwise 1x1, 2 rows */
+    /* clang-format off */
     static const cgt_shape shapes[] = {
-        {.n = 1, .h = 1, .w = 1, .cin = 1, .cout = 1, .kh = 1, .kw = 1}, /* dw: 1 element */
-        {.n = 1, .h = 1, .w = 1, .cin = 1, .cout = 3, .kh = 1, .kw = 1}, /* 1x1, 3 elements */
-        {.n = 1, .h = 1, .w = 2, .cin = 2, .cout = 2, .g = 2, .kh = 2, .kw = 1, .pu = 1}, /* depthwise
-                                                                                           */
-        {.n = 1,
-         .h = 1,
-         .w = 1,
-         .cin = 1,
-         .cout = 1,
-         .kh = 3,
-         .kw = 3,
-         .pu = 1,
-         .pd = 1,
-         .pl = 1,
-         .pr = 1},
-        {.n = 1,
-         .h = 3,
-         .w = 3,
-         .cin = 16,
-         .cout = 16,
-         .kh = 3,
-         .kw = 3,
-         .oh = 1,
-         .ow = 1}, /* one row, 2304 elements */
-        {.n = 2, .h = 1, .w = 1, .cin = 5, .cout = 5, .g = 5, .kh = 1, .kw = 1}, /* depthwise 1x1, 2
-                                                                                    rows */
+        {.n = 1, .h = 1, .w = 1, .cin = 1, .cout = 1, .kh = 1, .kw = 1},
+        {.n = 1, .h = 1, .w = 1, .cin = 1, .cout = 3, .kh = 1, .kw = 1},
+        {.n = 1, .h = 1, .w = 2, .cin = 2, .cout = 2, .g = 2, .kh = 2, .kw = 1, .pu = 1},
+        {.n = 1, .h = 1, .w = 1, .cin = 1, .cout = 1, .kh = 3, .kw = 3,
+         .pu = 1, .pd = 1, .pl = 1, .pr = 1},
+        {.n = 1, .h = 3, .w = 3, .cin = 16, .cout = 16, .kh = 3, .kw = 3, .oh = 1, .ow = 1},
+        {.n = 2, .h = 1, .w = 1, .cin = 5, .cout = 5, .g = 5, .kh = 1, .kw = 1},
     };
+    /* clang-format on */
     static const int masks[] = {-1, INT_MIN, (int)0x80000001u, 0x3, (int)0x40000400u};
-    int failures = 0, n = 0;
+    int n = 0;
     for (int si = 0; si < 6; ++si)
         for (int mi = 0; mi < 5; ++mi)
             for (int mode = 0; mode < 4; ++mode) {
                 if (mode == CGT_P_HOST && mi > 0)
                     continue;
-                const uint64_t seed = case_seed(test, n++);
-                cgt_rng r;
-                cgt_rng_seed(&r, seed);
-                cgt_case c = random_case(&r, cgt_param(&shapes[si]), n % 2, mode, seed);
+                const int k = n++;
+                cgt_case c = case_around(&t, k, cgt_param(&shapes[si]), n % 2, mode);
                 c.core_mask = masks[mi];
-                check_case(test, NULL, &c, &failures);
+                check_case(&t, NULL, &c);
             }
-    stats_print(test);
-    cr_assert(failures == 0, "%s: %d of %d cases failed", test, failures, n);
+    assert_no_case_failed(&t);
 }
 
 /* fp16 storage at its small end: x, bias and out0 are subnormal halves, the
@@ -724,12 +642,10 @@ Test(differential, tiny_problems_many_cores, .timeout = TEST_TIMEOUT)
  * one round-to-nearest-even). */
 Test(differential, fp16_subnormals_exact, .timeout = TEST_TIMEOUT)
 {
-    const char *test = "fp16_subnormals_exact";
-    int failures = 0, n = 0;
+    tally t = {"fp16_subnormals_exact", 0, 0};
     for (int i = 0; i < 60; ++i) {
-        const uint64_t seed = case_seed(test, i);
-        cgt_rng r;
-        cgt_rng_seed(&r, seed);
+        const uint64_t seed = case_seed(t.test, i);
+        cgt_rng r = cgt_rng_seeded(seed);
         ConvParameter p;
         do /* at most ~100 terms per element: sums stay below 1 */
             p = shape_within(&r, (family)(i % F_COUNT), 3000);
@@ -737,24 +653,21 @@ Test(differential, fp16_subnormals_exact, .timeout = TEST_TIMEOUT)
         cgt_case c = random_case(&r, p, CGT_FP16, i % 4, seed);
         c.fp16_tiny = 1;
         c.exact = 1;
-        check_case(test, NULL, &c, &failures);
-        ++n;
+        check_case(&t, NULL, &c);
     }
-    stats_print(test);
-    cr_assert(failures == 0, "%s: %d of %d cases failed", test, failures, n);
+    assert_no_case_failed(&t);
 }
 
 /* Every channel count of the list on each path, input and output side. */
 Test(differential, channel_sweep, .timeout = TEST_TIMEOUT)
 {
-    const char *test = "channel_sweep";
-    int failures = 0, n = 0;
+    tally t = {"channel_sweep", 0, 0};
+    int n = 0;
     for (int ci = 0; ci < NCHANS; ++ci) {
         const int ch = CHANS[ci];
         for (int path = 0; path < 3; ++path) {
-            const uint64_t seed = case_seed(test, n++);
-            cgt_rng r;
-            cgt_rng_seed(&r, seed);
+            const uint64_t seed = case_seed(t.test, n++);
+            cgt_rng r = cgt_rng_seeded(seed);
             cgt_shape s;
             memset(&s, 0, sizeof s);
             s.n = cgt_rng_int(&r, 1, 2);
@@ -777,105 +690,78 @@ Test(differential, channel_sweep, .timeout = TEST_TIMEOUT)
             }
             ConvParameter p = cgt_param(&s);
             cgt_case c = random_case(&r, p, n % 2, -1, seed);
-            check_case(test, NULL, &c, &failures);
+            check_case(&t, NULL, &c);
             /* and the same Cout/Cin swapped, with the other dtype */
             if (path != 0) {
-                int t = p.input_channel_;
+                const int cin = p.input_channel_;
                 p.input_channel_ = p.output_channel_;
-                p.output_channel_ = t;
+                p.output_channel_ = cin;
                 cgt_case c2 = random_case(&r, p, (n + 1) % 2, -1, seed ^ 1);
-                check_case(test, NULL, &c2, &failures);
+                check_case(&t, NULL, &c2);
             }
         }
     }
-    stats_print(test);
-    cr_assert(failures == 0, "%s: %d cases failed", test, failures);
+    assert_no_case_failed(&t);
 }
 
 /* Each special mask with each multi-core mode, both dtypes. */
 Test(differential, mask_sweep, .timeout = TEST_TIMEOUT)
 {
-    const char *test = "mask_sweep";
+    tally t = {"mask_sweep", 0, 0};
     static const unsigned masks[] = {0x1u,        0x2u,        0x80000000u, 0xffffffffu,
                                      0xfu,        0x3u,        0x5u,        0x80000001u,
                                      0x10001u,    0x55555555u, 0xaaaaaaaau, 0xf0f0f0f0u,
                                      0x7fffffffu, 0xfffffffeu, 0x00ff0000u};
     const int nm = (int)(sizeof masks / sizeof masks[0]);
     static const cgt_mode modes[] = {CGT_S_HOST, CGT_S_SPMD, CGT_P_SPMD};
-    int failures = 0, n = 0;
+    int n = 0;
     for (int mi = 0; mi < nm; ++mi) {
         for (int mo = 0; mo < 3; ++mo) {
-            const uint64_t seed = case_seed(test, n++);
-            cgt_rng r;
-            cgt_rng_seed(&r, seed);
+            const uint64_t seed = case_seed(t.test, n++);
             const family f = (family)(n % 3 == 0 ? F_DEPTHWISE : n % 3 == 1 ? F_1X1 : F_GENERAL);
-            ConvParameter p = shape_within(&r, f, 4000);
-            cgt_case c = random_case(&r, p, n % 2, modes[mo], seed);
+            cgt_case c = case_from_seed(f, seed, 4000, n % 2, modes[mo]);
             c.core_mask = (int)masks[mi];
-            check_case(test, NULL, &c, &failures);
+            check_case(&t, NULL, &c);
         }
     }
-    stats_print(test);
-    cr_assert(failures == 0, "%s: %d cases failed", test, failures);
+    assert_no_case_failed(&t);
 }
 
 /* Batch 1 and batch < cores on many cores: the long sum must still be split
  * (or not) correctly over N*OH*OW. */
 Test(differential, small_batch_many_cores, .timeout = TEST_TIMEOUT)
 {
-    const char *test = "small_batch_many_cores";
-    int failures = 0;
+    tally t = {"small_batch_many_cores", 0, 0};
     for (int i = 0; i < 48; ++i) {
-        const uint64_t seed = case_seed(test, i);
-        cgt_rng r;
-        cgt_rng_seed(&r, seed);
+        const uint64_t seed = case_seed(t.test, i);
+        cgt_rng r = cgt_rng_seeded(seed);
         const family f = (family)(i % 4 == 3 ? F_GROUPED : i % 4);
         ConvParameter p = shape_within(&r, f, 6000);
         p.input_batch_ = p.output_batch_ = cgt_rng_int(&r, 1, 3);
         cgt_case c = random_case(&r, p, i % 2, (i / 2) % 2 ? CGT_S_SPMD : CGT_S_HOST, seed);
         static const unsigned many[] = {0xffffffffu, 0xffu, 0xf0f0u, 0x8000ffffu};
         c.core_mask = (int)many[(i / 4) % 4];
-        check_case(test, NULL, &c, &failures);
+        check_case(&t, NULL, &c);
     }
-    stats_print(test);
-    cr_assert(failures == 0, "%s: %d cases failed", test, failures);
+    assert_no_case_failed(&t);
 }
 
 /* buffer_size_ from the minimum (one pixel per chunk) to large, on fixed
  * mid-size shapes of every path. */
 Test(differential, buffer_sizes, .timeout = TEST_TIMEOUT)
 {
-    const char *test = "buffer_sizes";
+    tally t = {"buffer_sizes", 0, 0};
+    /* clang-format off */
     static const cgt_shape shapes[] = {
-        {.n = 2,
-         .h = 7,
-         .w = 6,
-         .cin = 13,
-         .cout = 13,
-         .g = 13,
-         .kh = 3,
-         .kw = 3,
-         .pu = 1,
-         .pl = 1,
-         .pd = 1,
-         .pr = 1},
+        {.n = 2, .h = 7, .w = 6, .cin = 13, .cout = 13, .g = 13, .kh = 3, .kw = 3,
+         .pu = 1, .pl = 1, .pd = 1, .pr = 1},
         {.n = 3, .h = 5, .w = 9, .cin = 17, .cout = 9, .kh = 1, .kw = 1},
-        {.n = 2,
-         .h = 6,
-         .w = 5,
-         .cin = 12,
-         .cout = 8,
-         .g = 4,
-         .kh = 3,
-         .kw = 2,
-         .dh = 2,
-         .pu = 2,
-         .pl = 1,
-         .sh = 1,
-         .sw = 2},
+        {.n = 2, .h = 6, .w = 5, .cin = 12, .cout = 8, .g = 4, .kh = 3, .kw = 2,
+         .dh = 2, .pu = 2, .pl = 1, .sh = 1, .sw = 2},
         {.n = 1, .h = 9, .w = 8, .cin = 5, .cout = 7, .kh = 2, .kw = 4, .sh = 2, .pu = 1, .pr = 2},
     };
-    int failures = 0, n = 0;
+    /* clang-format on */
+    int n = 0;
     for (int si = 0; si < 4; ++si) {
         for (int dt = 0; dt < 2; ++dt) {
             const ConvParameter p0 = cgt_param(&shapes[si]);
@@ -885,21 +771,15 @@ Test(differential, buffer_sizes, .timeout = TEST_TIMEOUT)
             for (int bi = 0; bi < 8; ++bi) {
                 if (sizes[bi] < mn)
                     continue;
-                const uint64_t seed = case_seed(test, n++);
-                cgt_rng r;
-                cgt_rng_seed(&r, seed);
-                cgt_case c = random_case(&r, p0, dt, n % 4, seed);
-                if (c.mode == CGT_P_SPMD)
-                    c.core_mask &= 0xff;
-                if (c.core_mask == 0)
-                    c.core_mask = 3;
+                const int k = n++;
+                cgt_case c = case_around(&t, k, p0, dt, n % 4);
+                limit_p_spmd_mask(&c, 3);
                 c.p.buffer_size_ = (int)sizes[bi];
-                check_case(test, NULL, &c, &failures);
+                check_case(&t, NULL, &c);
             }
         }
     }
-    stats_print(test);
-    cr_assert(failures == 0, "%s: %d cases failed", test, failures);
+    assert_no_case_failed(&t);
 }
 
 /* A few bigger problems (long sums, many channels), every path, and shapes
@@ -910,168 +790,65 @@ Test(differential, buffer_sizes, .timeout = TEST_TIMEOUT)
  * (with a bias crossing chunk boundaries). */
 Test(differential, bigger_shapes, .timeout = TEST_TIMEOUT)
 {
-    const char *test = "bigger_shapes";
+    tally t = {"bigger_shapes", 0, 0};
     static const struct {
         cgt_shape s;
         int mask;
+        /* clang-format off */
     } shapes[] = {
-        {{.n = 2,
-          .h = 12,
-          .w = 10,
-          .cin = 64,
-          .cout = 64,
-          .g = 64,
-          .kh = 3,
-          .kw = 3,
-          .pu = 1,
-          .pd = 1,
-          .pl = 1,
-          .pr = 1},
-         -1},
+        {{.n = 2, .h = 12, .w = 10, .cin = 64, .cout = 64, .g = 64, .kh = 3, .kw = 3,
+          .pu = 1, .pd = 1, .pl = 1, .pr = 1}, -1},
         {{.n = 4, .h = 9, .w = 11, .cin = 67, .cout = 61, .kh = 1, .kw = 1}, 0xf},
-        {{.n = 2,
-          .h = 10,
-          .w = 9,
-          .cin = 33,
-          .cout = 31,
-          .kh = 3,
-          .kw = 3,
-          .pu = 1,
-          .pd = 1,
-          .pl = 1,
-          .pr = 1},
-         0x00f000f0},
-        {{.n = 3,
-          .h = 11,
-          .w = 13,
-          .cin = 32,
-          .cout = 48,
-          .g = 4,
-          .kh = 3,
-          .kw = 5,
-          .dh = 2,
-          .sw = 2,
-          .pu = 2,
-          .pl = 2},
-         -1},
-        {{.n = 1,
-          .h = 31,
-          .w = 17,
-          .cin = 16,
-          .cout = 24,
-          .kh = 5,
-          .kw = 3,
-          .sh = 2,
-          .pu = 2,
-          .pd = 1,
-          .pl = 1},
-         0xf},
-        {{.n = 5,
-          .h = 8,
-          .w = 8,
-          .cin = 24,
-          .cout = 24,
-          .g = 24,
-          .kh = 5,
-          .kw = 5,
-          .pu = 2,
-          .pd = 2,
-          .pl = 2,
-          .pr = 2},
-         0x00f000f0},
+        {{.n = 2, .h = 10, .w = 9, .cin = 33, .cout = 31, .kh = 3, .kw = 3,
+          .pu = 1, .pd = 1, .pl = 1, .pr = 1}, 0x00f000f0},
+        {{.n = 3, .h = 11, .w = 13, .cin = 32, .cout = 48, .g = 4, .kh = 3, .kw = 5,
+          .dh = 2, .sw = 2, .pu = 2, .pl = 2}, -1},
+        {{.n = 1, .h = 31, .w = 17, .cin = 16, .cout = 24, .kh = 5, .kw = 3,
+          .sh = 2, .pu = 2, .pd = 1, .pl = 1}, 0xf},
+        {{.n = 5, .h = 8, .w = 8, .cin = 24, .cout = 24, .g = 24, .kh = 5, .kw = 5,
+          .pu = 2, .pd = 2, .pl = 2, .pr = 2}, 0x00f000f0},
         /* depthwise, 300 channels: more than one 256-channel block */
-        {{.n = 1,
-          .h = 6,
-          .w = 5,
-          .cin = 300,
-          .cout = 300,
-          .g = 300,
-          .kh = 3,
-          .kw = 3,
-          .pu = 1,
-          .pl = 1},
-         0x3},
+        {{.n = 1, .h = 6, .w = 5, .cin = 300, .cout = 300, .g = 300, .kh = 3, .kw = 3,
+          .pu = 1, .pl = 1}, 0x3},
         {{.n = 2, .h = 4, .w = 4, .cin = 257, .cout = 257, .g = 257, .kh = 2, .kw = 2}, 0x1},
         /* depthwise 23x23 kernel: 65536/529 = 123 channels a block < 130 */
-        {{.n = 1,
-          .h = 4,
-          .w = 5,
-          .cin = 130,
-          .cout = 130,
-          .g = 130,
-          .kh = 23,
-          .kw = 23,
-          .pu = 11,
-          .pd = 11,
-          .pl = 11,
-          .pr = 11},
-         0x1},
+        {{.n = 1, .h = 4, .w = 5, .cin = 130, .cout = 130, .g = 130, .kh = 23, .kw = 23,
+          .pu = 11, .pd = 11, .pl = 11, .pr = 11}, 0x1},
         /* general row of 6400: ~81 rows a tile, 100 rows on one core */
-        {{.n = 1,
-          .h = 10,
-          .w = 10,
-          .cin = 256,
-          .cout = 3,
-          .kh = 5,
-          .kw = 5,
-          .pu = 2,
-          .pd = 2,
-          .pl = 2,
-          .pr = 2},
-         0x1},
-        {{.n = 1,
-          .h = 10,
-          .w = 10,
-          .cin = 256,
-          .cout = 3,
-          .kh = 5,
-          .kw = 5,
-          .pu = 2,
-          .pd = 2,
-          .pl = 2,
-          .pr = 2},
-         0x8001},
+        {{.n = 1, .h = 10, .w = 10, .cin = 256, .cout = 3, .kh = 5, .kw = 5,
+          .pu = 2, .pd = 2, .pl = 2, .pr = 2}, 0x1},
+        {{.n = 1, .h = 10, .w = 10, .cin = 256, .cout = 3, .kh = 5, .kw = 5,
+          .pu = 2, .pd = 2, .pl = 2, .pr = 2}, 0x8001},
     };
+    /* clang-format on */
     const int ns = (int)(sizeof shapes / sizeof shapes[0]);
-    int failures = 0, n = 0;
+    int n = 0;
     for (int si = 0; si < ns; ++si) {
         for (int dt = 0; dt < 2; ++dt) {
-            const uint64_t seed = case_seed(test, n++);
-            cgt_rng r;
-            cgt_rng_seed(&r, seed);
-            cgt_case c = random_case(&r, cgt_param(&shapes[si].s), dt,
-                                     (si + dt) % 2 ? CGT_S_SPMD : CGT_S_HOST, seed);
+            cgt_case c = case_around(&t, n++, cgt_param(&shapes[si].s), dt,
+                                     (si + dt) % 2 ? CGT_S_SPMD : CGT_S_HOST);
             c.core_mask = shapes[si].mask;
             c.calls = 1;
             c.with_bias = 1;
-            check_case(test, NULL, &c, &failures);
+            check_case(&t, NULL, &c);
             /* and _p with a small budget: many blocks and tiles */
             cgt_case cp = c;
             cp.mode = CGT_P_HOST;
             cp.p.buffer_size_ = (int)cgt_min_buffer(&cp.p, dt ? 2 : 4) * (1 + si % 3);
-            check_case(test, NULL, &cp, &failures);
+            check_case(&t, NULL, &cp);
         }
     }
-    stats_print(test);
-    cr_assert(failures == 0, "%s: %d cases failed", test, failures);
+    assert_no_case_failed(&t);
 }
 
 /* Every family mixed, fully random configuration (dtype, mode, api). */
 Test(differential, mixed_random, .timeout = TEST_TIMEOUT)
 {
-    const char *test = "mixed_random";
-    int failures = 0;
+    tally t = {"mixed_random", 0, 0};
     const int n = scaled(200);
-    for (int i = 0; i < n; ++i) {
-        const uint64_t seed = case_seed(test, i);
-        const family f = (family)(i % F_COUNT);
-        cgt_case c = case_from_seed(f, seed, 5000, -1, -1);
-        char rp[256];
-        replay_str(rp, sizeof rp, f, seed, 5000, -1, -1);
-        check_case(test, rp, &c, &failures);
-    }
-    stats_print(test);
-    cr_assert(failures == 0, "%s: %d cases failed", test, failures);
+    for (int i = 0; i < n; ++i)
+        check_seeded_case(&t, (family)(i % F_COUNT), case_seed(t.test, i), 5000, -1, -1);
+    assert_no_case_failed(&t);
 }
 
 /* Several host threads at once, each on its own disjoint set of cores (a
@@ -1181,19 +958,11 @@ static void job_init(group_job *b, cgt_rng *r, family f, int mask, int is_p, cgt
     b->x = malloc(nx * es);
     b->out = malloc(ndw * es);
     b->bias = cgt_rng_chance(r, 50) ? malloc(nb * es) : NULL;
-    if (dt == CGT_FP32) {
-        cgt_fill_f32(r, b->dy, ndy, 1.0);
-        cgt_fill_f32(r, b->x, nx, 1.0);
-        cgt_fill_f32(r, b->out, ndw, 1.0);
-        if (b->bias)
-            cgt_fill_f32(r, b->bias, nb, 1.0);
-    } else {
-        cgt_fill_f16(r, b->dy, ndy, 1.0);
-        cgt_fill_f16(r, b->x, nx, 1.0);
-        cgt_fill_f16(r, b->out, ndw, 1.0);
-        if (b->bias)
-            cgt_fill_f16(r, b->bias, nb, 1.0);
-    }
+    cgt_fill(r, dt, b->dy, ndy, 1.0);
+    cgt_fill(r, dt, b->x, nx, 1.0);
+    cgt_fill(r, dt, b->out, ndw, 1.0);
+    if (b->bias)
+        cgt_fill(r, dt, b->bias, nb, 1.0);
     const size_t wsb = is_p ? (size_t)b->p.buffer_size_ * 4 : cgt_ws_bytes_s(&b->p, mask);
     b->ws = malloc(wsb);
     memset(b->ws, 0xff, wsb);
@@ -1204,9 +973,7 @@ static void job_init(group_job *b, cgt_rng *r, family f, int mask, int is_p, cgt
 /* Checks and frees a job; returns 1 if it passed. */
 static int job_check(group_job *b, const char *test, uint64_t seed, int launch)
 {
-    cgt_result res;
-    memset(&res, 0, sizeof res);
-    res.ok = 1;
+    cgt_result res = cgt_result_passing();
     for (int id = 0; id < 32; ++id) {
         if (!(((unsigned)b->mask >> id) & 1u))
             continue;
@@ -1233,6 +1000,19 @@ static int job_check(group_job *b, const char *test, uint64_t seed, int launch)
     return res.ok;
 }
 
+/* Runs the jobs in one launch and checks (and frees) each; returns how many
+ * failed. */
+static int launch_and_check_jobs(group_job *jobs, int njobs, unsigned launch, const char *test,
+                                 uint64_t seed)
+{
+    group_ctx g = {jobs, njobs};
+    cr_assert_eq(core_mask_launch((int)launch, group_entry, &g), 0, "launch 0x%x", launch);
+    int failed = 0;
+    for (int j = 0; j < njobs; ++j)
+        failed += !job_check(&jobs[j], test, seed, (int)launch);
+    return failed;
+}
+
 /* The _s mask is a strict subset of the launch: only its cores call _s; the
  * other cores of the launch meanwhile run _p on problems of their own. */
 Test(differential, spmd_mask_subset_of_launch, .timeout = TEST_TIMEOUT)
@@ -1242,8 +1022,7 @@ Test(differential, spmd_mask_subset_of_launch, .timeout = TEST_TIMEOUT)
     int failures = 0;
     for (int i = 0; i < 30; ++i) {
         const uint64_t seed = case_seed(test, i);
-        cgt_rng r;
-        cgt_rng_seed(&r, seed);
+        cgt_rng r = cgt_rng_seeded(seed);
         const unsigned launch = launches[i % 5];
         unsigned sub = launch & (unsigned)cgt_rng_next(&r);
         if (sub == 0 || sub == launch)
@@ -1257,10 +1036,7 @@ Test(differential, spmd_mask_subset_of_launch, .timeout = TEST_TIMEOUT)
             if (((launch & ~sub) >> id) & 1u && cgt_rng_chance(&r, 50))
                 job_init(&jobs[nj++], &r, (family)cgt_rng_int(&r, 0, 2), (int)(1u << id), 1,
                          (cgt_dtype)cgt_rng_int(&r, 0, 1));
-        group_ctx g = {jobs, nj};
-        cr_assert_eq(core_mask_launch((int)launch, group_entry, &g), 0, "launch 0x%x", launch);
-        for (int j = 0; j < nj; ++j)
-            failures += !job_check(&jobs[j], test, seed, (int)launch);
+        failures += launch_and_check_jobs(jobs, nj, launch, test, seed);
     }
     cr_assert(failures == 0, "%s: %d jobs failed", test, failures);
 }
@@ -1282,8 +1058,7 @@ Test(differential, spmd_disjoint_groups_in_one_launch, .timeout = 30.0) /* a dea
     int failures = 0;
     for (int i = 0; i < 24; ++i) {
         const uint64_t seed = case_seed(test, i);
-        cgt_rng r;
-        cgt_rng_seed(&r, seed);
+        cgt_rng r = cgt_rng_seeded(seed);
         const unsigned *sp = splits[i % 6];
         group_job jobs[3];
         int nj = 0;
@@ -1293,10 +1068,7 @@ Test(differential, spmd_disjoint_groups_in_one_launch, .timeout = 30.0) /* a dea
                      (cgt_dtype)cgt_rng_int(&r, 0, 1));
             launch |= sp[k];
         }
-        group_ctx g = {jobs, nj};
-        cr_assert_eq(core_mask_launch((int)launch, group_entry, &g), 0, "launch 0x%x", launch);
-        for (int j = 0; j < nj; ++j)
-            failures += !job_check(&jobs[j], test, seed, (int)launch);
+        failures += launch_and_check_jobs(jobs, nj, launch, test, seed);
     }
     cr_assert(failures == 0, "%s: %d jobs failed", test, failures);
 }

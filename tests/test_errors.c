@@ -22,19 +22,10 @@
 #define TEST_TIMEOUT 300.0
 
 /* ---- the base problem: valid, general path (groups, pads) --------------- */
-static const cgt_shape BASE = {.n = 2,
-                               .h = 5,
-                               .w = 6,
-                               .cin = 4,
-                               .cout = 6,
-                               .g = 2,
-                               .kh = 3,
-                               .kw = 2,
-                               .pu = 1,
-                               .pd = 1,
-                               .pl = 1,
-                               .pr = 0,
-                               .bs = 0x400};
+/* clang-format off */
+static const cgt_shape BASE = {.n = 2, .h = 5, .w = 6, .cin = 4, .cout = 6, .g = 2, .kh = 3,
+                               .kw = 2, .pu = 1, .pd = 1, .pl = 1, .pr = 0, .bs = 0x400};
+/* clang-format on */
 
 /* ---- rows ---------------------------------------------------------------- */
 enum {
@@ -287,9 +278,27 @@ static void spmd_entry(void *arg)
     }
 }
 
+/* Every core of launch calls v with these arguments; each core's status,
+ * cg_last_status and call count land in k. Returns core_mask_launch's
+ * result. */
+static int launch_spmd_call(spmd_call *k, int launch, const variant *v, const void *dy,
+                            const void *x, const void *bias, void *out, ConvParameter *p, int mask)
+{
+    memset(k, 0, sizeof *k);
+    k->v = v;
+    k->dy = dy;
+    k->x = x;
+    k->bias = bias;
+    k->out = out;
+    k->p = p;
+    k->mask = mask;
+    return core_mask_launch(launch, spmd_entry, k);
+}
+
 /* ---- the fixture: buffers of the base problem ----------------------------- */
 typedef struct fixture {
     ConvParameter base;
+    cgt_dtype dt;
     size_t es, ndy, nx, ndw, ws_bytes;
     void *dy, *x, *bias, *out, *ws;
     uint64_t sum_dy, sum_x, sum_b;
@@ -300,6 +309,7 @@ static void fixture_init(fixture *f, int fp16, uint64_t seed)
 {
     memset(f, 0, sizeof *f);
     f->base = cgt_param(&BASE);
+    f->dt = fp16 ? CGT_FP16 : CGT_FP32;
     f->es = fp16 ? 2 : 4;
     f->ndy = ref_dy_elems(&f->base);
     f->nx = ref_x_elems(&f->base);
@@ -312,15 +322,9 @@ static void fixture_init(fixture *f, int fp16, uint64_t seed)
     f->bias = malloc((size_t)f->base.output_channel_ * f->es);
     f->out = malloc(f->ndw * f->es);
     f->ws = malloc(f->ws_bytes);
-    if (fp16) {
-        cgt_fill_f16(&f->rng, f->dy, f->ndy, 1.0);
-        cgt_fill_f16(&f->rng, f->x, f->nx, 1.0);
-        cgt_fill_f16(&f->rng, f->bias, (size_t)f->base.output_channel_, 1.0);
-    } else {
-        cgt_fill_f32(&f->rng, f->dy, f->ndy, 1.0);
-        cgt_fill_f32(&f->rng, f->x, f->nx, 1.0);
-        cgt_fill_f32(&f->rng, f->bias, (size_t)f->base.output_channel_, 1.0);
-    }
+    cgt_fill(&f->rng, f->dt, f->dy, f->ndy, 1.0);
+    cgt_fill(&f->rng, f->dt, f->x, f->nx, 1.0);
+    cgt_fill(&f->rng, f->dt, f->bias, (size_t)f->base.output_channel_, 1.0);
     f->sum_dy = cgt_fnv1a(f->dy, f->ndy * f->es);
     f->sum_x = cgt_fnv1a(f->x, f->nx * f->es);
     f->sum_b = cgt_fnv1a(f->bias, (size_t)f->base.output_channel_ * f->es);
@@ -338,11 +342,45 @@ static void fixture_free(fixture *f)
 /* Fresh random out_dw values and random workspace bytes. */
 static void fixture_scramble(fixture *f)
 {
-    if (f->es == 2)
-        cgt_fill_f16(&f->rng, f->out, f->ndw, 1.0);
-    else
-        cgt_fill_f32(&f->rng, f->out, f->ndw, 1.0);
+    cgt_fill(&f->rng, f->dt, f->out, f->ndw, 1.0);
     cgt_fill_bytes(&f->rng, f->ws, f->ws_bytes);
+}
+
+/* Copies of out_dw and the workspace as they are, to compare with after a
+ * call that must not write. */
+typedef struct outputs_copy {
+    unsigned char *out, *ws;
+} outputs_copy;
+
+static outputs_copy fixture_copy_outputs(const fixture *f)
+{
+    outputs_copy u = {malloc(f->ndw * f->es), malloc(f->ws_bytes)};
+    memcpy(u.out, f->out, f->ndw * f->es);
+    memcpy(u.ws, f->ws, f->ws_bytes);
+    return u;
+}
+
+static void outputs_copy_free(outputs_copy *u)
+{
+    free(u->out);
+    free(u->ws);
+}
+
+/* A valid host call of v with mask on f's buffers (`when`: the situation, for
+ * the messages): CG_OK, and out_dw becomes out0 + dw + bias. */
+static void expect_valid_host_call(fixture *f, const variant *v, ConvParameter *p, int mask,
+                                   const char *when)
+{
+    cgt_expected ex;
+    cgt_expected_compute(&ex, p, f->dt, f->dy, f->x, f->bias, f->out, 1, 0);
+    cg_status last;
+    const cg_status st = invoke(v, f->dy, f->x, f->out, f->bias, p, mask, &last);
+    cr_expect_eq(st, CG_OK, "%s host on 0x%x %s: %d (%s)", v->name, (unsigned)mask, when, st,
+                 cg_status_message(st));
+    cgt_result res = cgt_result_passing();
+    cgt_expected_compare(&ex, p, f->dt, f->out, &res, "");
+    cr_expect(res.ok, "%s: wrong result on 0x%x %s%s", v->name, (unsigned)mask, when, res.msg);
+    cgt_expected_free(&ex);
 }
 
 /* Runs one row on one variant, host (spmd == 0) or SPMD; all checks. */
@@ -363,9 +401,7 @@ static void run_row(const err_row *row, const variant *v, int spmd)
     if (row->flags & MASK_ZERO)
         mask = 0;
 
-    unsigned char *out_before = malloc(f.ndw * f.es), *ws_before = malloc(f.ws_bytes);
-    memcpy(out_before, f.out, f.ndw * f.es);
-    memcpy(ws_before, f.ws, f.ws_bytes);
+    outputs_copy before = fixture_copy_outputs(&f);
     const ConvParameter bad_copy = bad;
 
     const void *dy = (row->flags & NULL_DY) ? NULL : f.dy;
@@ -384,15 +420,7 @@ static void run_row(const err_row *row, const variant *v, int spmd)
                      row->name, v->name, where, last, st);
     } else {
         spmd_call k;
-        memset(&k, 0, sizeof k);
-        k.v = v;
-        k.dy = dy;
-        k.x = x;
-        k.bias = f.bias;
-        k.out = out;
-        k.p = pp;
-        k.mask = mask;
-        const int rc = core_mask_launch(launch, spmd_entry, &k);
+        const int rc = launch_spmd_call(&k, launch, v, dy, x, f.bias, out, pp, mask);
         cr_assert_eq(rc, 0, "[%s] %s SPMD: core_mask_launch(0x%x) returned %d", row->name, v->name,
                      (unsigned)launch, rc);
         for (int id = 0; id < 32; ++id) {
@@ -413,11 +441,11 @@ static void run_row(const err_row *row, const variant *v, int spmd)
     cr_expect(msg && msg[0], "[%s] empty message for %d", row->name, row->want);
 
     /* -- nothing touched -- */
-    cr_expect(memcmp(out_before, f.out, f.ndw * f.es) == 0,
+    cr_expect(memcmp(before.out, f.out, f.ndw * f.es) == 0,
               "[%s] %s %s: out_dw was modified by a failing call", row->name, v->name, where);
     size_t first = f.ws_bytes;
     for (size_t i = 0; i < f.ws_bytes; ++i)
-        if (((unsigned char *)f.ws)[i] != ws_before[i]) {
+        if (((unsigned char *)f.ws)[i] != before.ws[i]) {
             first = i;
             break;
         }
@@ -434,7 +462,7 @@ static void run_row(const err_row *row, const variant *v, int spmd)
     good.workspace_ = f.ws;
     const int good_mask = spmd ? (row->launch_mask ? row->launch_mask : 0x5) : 0x3;
     cgt_expected ex;
-    cgt_expected_compute(&ex, &good, v->fp16 ? CGT_FP16 : CGT_FP32, f.dy, f.x, f.bias, f.out, 1, 0);
+    cgt_expected_compute(&ex, &good, f.dt, f.dy, f.x, f.bias, f.out, 1, 0);
     if (!spmd || !v->is_s) {
         cg_status last;
         cg_status st = invoke(v, f.dy, f.x, f.out, f.bias, &good, good_mask, &last);
@@ -444,30 +472,20 @@ static void run_row(const err_row *row, const variant *v, int spmd)
                      v->name, where, last);
     } else {
         spmd_call k;
-        memset(&k, 0, sizeof k);
-        k.v = v;
-        k.dy = f.dy;
-        k.x = f.x;
-        k.bias = f.bias;
-        k.out = f.out;
-        k.p = &good;
-        k.mask = good_mask;
-        cr_assert_eq(core_mask_launch(good_mask, spmd_entry, &k), 0, "[%s] relaunch", row->name);
+        cr_assert_eq(launch_spmd_call(&k, good_mask, v, f.dy, f.x, f.bias, f.out, &good, good_mask),
+                     0, "[%s] relaunch", row->name);
         for (int id = 0; id < 32; ++id)
             if (((unsigned)good_mask >> id) & 1u)
                 cr_expect_eq(k.st[id], CG_OK,
                              "[%s] %s SPMD: valid call after the error: core %d status %d (%s)",
                              row->name, v->name, id, k.st[id], cg_status_message(k.st[id]));
     }
-    cgt_result res;
-    memset(&res, 0, sizeof res);
-    res.ok = 1;
-    cgt_expected_compare(&ex, &good, v->fp16 ? CGT_FP16 : CGT_FP32, f.out, &res, "");
+    cgt_result res = cgt_result_passing();
+    cgt_expected_compare(&ex, &good, f.dt, f.out, &res, "");
     cr_expect(res.ok, "[%s] %s %s: wrong result of the valid call after the error (seed 0x%llx)%s",
               row->name, v->name, where, (unsigned long long)seed, res.msg);
     cgt_expected_free(&ex);
-    free(out_before);
-    free(ws_before);
+    outputs_copy_free(&before);
     fixture_free(&f);
 }
 
@@ -644,9 +662,7 @@ Test(errors, core_busy_in_another_launch, .timeout = 60.0)
         fixture_scramble(&f);
         ConvParameter p = f.base;
         p.workspace_ = f.ws;
-        unsigned char *out_before = malloc(f.ndw * f.es), *ws_before = malloc(f.ws_bytes);
-        memcpy(out_before, f.out, f.ndw * f.es);
-        memcpy(ws_before, f.ws, f.ws_bytes);
+        outputs_copy before = fixture_copy_outputs(&f);
 
         atomic_store(&g_block_started, 0);
         atomic_store(&g_block_release, 0);
@@ -662,42 +678,21 @@ Test(errors, core_busy_in_another_launch, .timeout = 60.0)
                      "%s host on 0x3 while core 1 is busy: status %d (%s), want %d", v->name, st,
                      cg_status_message(st), CG_ERR_CORE_BUSY);
         cr_expect_eq(last, st, "%s: cg_last_status %d vs %d", v->name, last, st);
-        cr_expect(memcmp(out_before, f.out, f.ndw * f.es) == 0,
+        cr_expect(memcmp(before.out, f.out, f.ndw * f.es) == 0,
                   "%s: out_dw modified by a refused call", v->name);
-        cr_expect(memcmp(ws_before, f.ws, f.ws_bytes) == 0,
+        cr_expect(memcmp(before.ws, f.ws, f.ws_bytes) == 0,
                   "%s: workspace modified by a refused call", v->name);
         /* a disjoint mask is not refused while the other launch runs */
-        cgt_expected ex;
-        cgt_expected_compute(&ex, &p, v->fp16 ? CGT_FP16 : CGT_FP32, f.dy, f.x, f.bias, f.out, 1,
-                             0);
-        st = invoke(v, f.dy, f.x, f.out, f.bias, &p, 0x1d, &last);
-        cr_expect_eq(st, CG_OK, "%s host on 0x1d (disjoint from the busy core 1): %d (%s)", v->name,
-                     st, cg_status_message(st));
-        cgt_result res;
-        memset(&res, 0, sizeof res);
-        res.ok = 1;
-        cgt_expected_compare(&ex, &p, v->fp16 ? CGT_FP16 : CGT_FP32, f.out, &res, "");
-        cr_expect(res.ok, "%s: wrong result on a disjoint mask during another launch%s", v->name,
-                  res.msg);
-        cgt_expected_free(&ex);
+        expect_valid_host_call(&f, v, &p, 0x1d,
+                               "(disjoint from the busy core 1) during another launch");
 
         atomic_store(&g_block_release, 1);
         pthread_join(th, NULL);
         cr_expect_eq(blocker_rc, 0, "the blocking launch returned %d", blocker_rc);
 
         /* core 1 free again: the refused call now works */
-        cgt_expected_compute(&ex, &p, v->fp16 ? CGT_FP16 : CGT_FP32, f.dy, f.x, f.bias, f.out, 1,
-                             0);
-        st = invoke(v, f.dy, f.x, f.out, f.bias, &p, 0x3, &last);
-        cr_expect_eq(st, CG_OK, "%s host on 0x3 after the other launch ended: %d (%s)", v->name, st,
-                     cg_status_message(st));
-        memset(&res, 0, sizeof res);
-        res.ok = 1;
-        cgt_expected_compare(&ex, &p, v->fp16 ? CGT_FP16 : CGT_FP32, f.out, &res, "");
-        cr_expect(res.ok, "%s: wrong result after the busy core was freed%s", v->name, res.msg);
-        cgt_expected_free(&ex);
-        free(out_before);
-        free(ws_before);
+        expect_valid_host_call(&f, v, &p, 0x3, "after the other launch ended");
+        outputs_copy_free(&before);
         fixture_free(&f);
     }
 }

@@ -35,69 +35,10 @@ static cg_status g_status[32];
 static atomic_int g_ran[32];
 static int g_logic_ids[32];
 
-/* The card's function body, unchanged but for the addresses (and the
- * dtype switch for the hp_ twin). */
-static void TestConvGradFilterSMCFp32(int core_mask)
+/* What both of the card's examples assign, in the card's order and values:
+ * the workspace first, then buffer_size_ and the shape. */
+static void card_fill_param(ConvParameter *param, float *workspace)
 {
-    int core_id = get_core_id();
-    int logic_core_id = GetLogicCoreId(core_mask, core_id);
-    int core_num = GetCoreNum(core_mask);
-    float *input_dy = g_input_dy;
-    float *input_x = g_input_x;
-    float *out_dw = g_out_dw;
-    ConvParameter *param = g_param;
-    float *workspace = g_workspace;
-    if (logic_core_id == 0) {
-        param->workspace_ = workspace;
-        param->buffer_size_ = 0x10000;
-        param->input_batch_ = 4;
-        param->output_batch_ = 4;
-        param->input_h_ = 4;
-        param->input_w_ = 4;
-        param->input_channel_ = 4;
-        param->output_h_ = 2;
-        param->output_w_ = 2;
-        param->output_channel_ = 4;
-        param->kernel_h_ = 3;
-        param->kernel_w_ = 3;
-        param->group_ = 1;
-        param->pad_l_ = 0;
-        param->pad_u_ = 0;
-        param->pad_d_ = 0;
-        param->pad_r_ = 0;
-        param->dilation_h_ = 1;
-        param->dilation_w_ = 1;
-        param->stride_h_ = 1;
-        param->stride_w_ = 1;
-    }
-    sys_bar(0, core_num);
-    if (!g_fp16)
-        fp_conv_grad_filter_s(input_dy, input_x, out_dw, NULL, param, core_mask);
-    else
-        hp_conv_grad_filter_s((float16 *)(void *)input_dy, (float16 *)(void *)input_x,
-                              (float16 *)(void *)out_dw, NULL, param, core_mask);
-    if (core_id >= 0 && core_id < 32) {
-        g_status[core_id] = cg_last_status();
-        g_logic_ids[core_id] = logic_core_id;
-        atomic_fetch_add(&g_ran[core_id], 1);
-    }
-}
-
-static int g_mask;
-static void card_entry(void *arg)
-{
-    (void)arg;
-    TestConvGradFilterSMCFp32(g_mask);
-}
-
-/* The card's _p example body, addresses replaced. */
-static void TestConvGradFilterAMFp32(void)
-{
-    float *input_dy = g_input_dy;
-    float *input_x = g_input_x;
-    float *out_dw = g_out_dw;
-    ConvParameter *param = g_param;
-    float *workspace = g_workspace;
     param->workspace_ = workspace;
     param->buffer_size_ = 0x10000;
     param->input_batch_ = 4;
@@ -119,6 +60,52 @@ static void TestConvGradFilterAMFp32(void)
     param->dilation_w_ = 1;
     param->stride_h_ = 1;
     param->stride_w_ = 1;
+}
+
+/* The card's function body, unchanged but for the addresses, its field
+ * assignments in card_fill_param (and the dtype switch for the hp_ twin). */
+static void TestConvGradFilterSMCFp32(int core_mask)
+{
+    int core_id = get_core_id();
+    int logic_core_id = GetLogicCoreId(core_mask, core_id);
+    int core_num = GetCoreNum(core_mask);
+    float *input_dy = g_input_dy;
+    float *input_x = g_input_x;
+    float *out_dw = g_out_dw;
+    ConvParameter *param = g_param;
+    float *workspace = g_workspace;
+    if (logic_core_id == 0)
+        card_fill_param(param, workspace);
+    sys_bar(0, core_num);
+    if (!g_fp16)
+        fp_conv_grad_filter_s(input_dy, input_x, out_dw, NULL, param, core_mask);
+    else
+        hp_conv_grad_filter_s((float16 *)(void *)input_dy, (float16 *)(void *)input_x,
+                              (float16 *)(void *)out_dw, NULL, param, core_mask);
+    if (core_id >= 0 && core_id < 32) {
+        g_status[core_id] = cg_last_status();
+        g_logic_ids[core_id] = logic_core_id;
+        atomic_fetch_add(&g_ran[core_id], 1);
+    }
+}
+
+static int g_mask;
+static void card_entry(void *arg)
+{
+    (void)arg;
+    TestConvGradFilterSMCFp32(g_mask);
+}
+
+/* The card's _p example body, addresses replaced, its field assignments in
+ * card_fill_param. */
+static void TestConvGradFilterAMFp32(void)
+{
+    float *input_dy = g_input_dy;
+    float *input_x = g_input_x;
+    float *out_dw = g_out_dw;
+    ConvParameter *param = g_param;
+    float *workspace = g_workspace;
+    card_fill_param(param, workspace);
     if (!g_fp16)
         fp_conv_grad_filter_p(input_dy, input_x, out_dw, NULL, param);
     else
@@ -132,8 +119,7 @@ static void TestConvGradFilterAMFp32(void)
 static void setup(int fp16, int cores, uint64_t seed)
 {
     const size_t es = fp16 ? 2 : 4;
-    cgt_rng r;
-    cgt_rng_seed(&r, seed);
+    cgt_rng r = cgt_rng_seeded(seed);
     g_fp16 = fp16;
     g_input_dy = malloc(DY_ELEMS * es);
     g_input_x = malloc(X_ELEMS * es);
@@ -142,15 +128,11 @@ static void setup(int fp16, int cores, uint64_t seed)
     memset(g_param, 0xab, sizeof *g_param);
     /* dw_elems = Cout*Kh*Kw*(Cin/G); bytes = max(buffer_size_*4, core_num*dw_elems*4) */
     const size_t a = (size_t)0x10000 * sizeof(float), b = (size_t)cores * DW_ELEMS * sizeof(float);
-    g_workspace = malloc(a > b ? a : b);
-    memset(g_workspace, 0xff, a > b ? a : b);
-    if (fp16) {
-        cgt_fill_f16(&r, g_input_dy, DY_ELEMS, 1.0);
-        cgt_fill_f16(&r, g_input_x, X_ELEMS, 1.0);
-    } else {
-        cgt_fill_f32(&r, g_input_dy, DY_ELEMS, 1.0);
-        cgt_fill_f32(&r, g_input_x, X_ELEMS, 1.0);
-    }
+    const size_t ws_bytes = a > b ? a : b;
+    g_workspace = malloc(ws_bytes);
+    memset(g_workspace, 0xff, ws_bytes);
+    cgt_fill(&r, fp16 ? CGT_FP16 : CGT_FP32, g_input_dy, DY_ELEMS, 1.0);
+    cgt_fill(&r, fp16 ? CGT_FP16 : CGT_FP32, g_input_x, X_ELEMS, 1.0);
     memset(g_status, 0x7f, sizeof g_status);
     for (int i = 0; i < 32; ++i) {
         atomic_store(&g_ran[i], 0);
@@ -170,26 +152,14 @@ static void teardown(void)
 /* out_dw must be the card shape's gradient of the inputs (out0 = 0, no bias). */
 static void check_result(const char *what)
 {
-    cgt_shape s = {.n = BATCH,
-                   .h = IN_H,
-                   .w = IN_W,
-                   .cin = IN_C,
-                   .cout = OUT_C,
-                   .kh = K_H,
-                   .kw = K_W,
-                   .oh = OUT_H,
-                   .ow = OUT_W,
-                   .bs = 0x10000};
+    const cgt_shape s = cgt_card_shape();
     ConvParameter p = cgt_param(&s);
-    const size_t es = g_fp16 ? 2 : 4;
-    void *zeros = calloc(DW_ELEMS, es);
+    const cgt_dtype dt = g_fp16 ? CGT_FP16 : CGT_FP32;
+    void *zeros = calloc(DW_ELEMS, g_fp16 ? 2 : 4);
     cgt_expected ex;
-    cgt_expected_compute(&ex, &p, g_fp16 ? CGT_FP16 : CGT_FP32, g_input_dy, g_input_x, NULL, zeros,
-                         1, 0);
-    cgt_result res;
-    memset(&res, 0, sizeof res);
-    res.ok = 1;
-    cgt_expected_compare(&ex, &p, g_fp16 ? CGT_FP16 : CGT_FP32, g_out_dw, &res, "");
+    cgt_expected_compute(&ex, &p, dt, g_input_dy, g_input_x, NULL, zeros, 1, 0);
+    cgt_result res = cgt_result_passing();
+    cgt_expected_compare(&ex, &p, dt, g_out_dw, &res, "");
     cr_expect(res.ok, "%s: wrong out_dw%s", what, res.msg);
     /* the example's parameters were filled in as the card says */
     cr_expect_eq(g_param->workspace_, g_workspace, "%s: workspace_", what);
@@ -248,24 +218,25 @@ Test(examples, card_shared_other_masks, .timeout = TEST_TIMEOUT)
     }
 }
 
+/* The _p example on the test thread: status, then the result. */
+static void run_card_private(int fp16, uint64_t seed, const char *what)
+{
+    setup(fp16, 1, seed);
+    TestConvGradFilterAMFp32();
+    const cg_status st = cg_last_status();
+    cr_expect_eq(st, CG_OK, "%s: status %d (%s)", what, st, cg_status_message(st));
+    check_result(what);
+    teardown();
+}
+
 Test(examples, card_private_fp32, .timeout = TEST_TIMEOUT)
 {
-    setup(0, 1, 0x9a11);
-    TestConvGradFilterAMFp32();
-    cr_expect_eq(cg_last_status(), CG_OK, "card _p example: status %d (%s)", cg_last_status(),
-                 cg_status_message(cg_last_status()));
-    check_result("card _p example, fp32");
-    teardown();
+    run_card_private(0, 0x9a11, "card _p example, fp32");
 }
 
 Test(examples, card_private_fp16, .timeout = TEST_TIMEOUT)
 {
-    setup(1, 1, 0x9a12);
-    TestConvGradFilterAMFp32();
-    cr_expect_eq(cg_last_status(), CG_OK, "card _p example (hp_): status %d (%s)", cg_last_status(),
-                 cg_status_message(cg_last_status()));
-    check_result("card _p example, fp16");
-    teardown();
+    run_card_private(1, 0x9a12, "card _p example, hp_ twin");
 }
 
 /* The _p example on an emulated core (as on the chip: private storage, one

@@ -33,36 +33,79 @@
 
 /* One disjoint set of cores per test. */
 enum {
-    CORES_FIRST_FP = 0x3,         /* 0, 1 */
-    CORES_FIRST_HP = 0xC,         /* 2, 3 */
-    CORES_GROW_FP_OLD = 0x10,     /* 4 */
-    CORES_GROW_FP = 0x70,         /* 4, 5, 6 */
-    CORES_GROW_HP_OLD = 0x80,     /* 7 */
-    CORES_GROW_HP = 0x380,        /* 7, 8, 9 */
-    CORES_STUCK = 0xC00,          /* 10, 11 */
-    CORES_LAUNCH = 0x7000,        /* 12, 13, 14 */
-    CORES_SCRATCH_FP = 0x18000,   /* 15, 16 */
-    CORES_SCRATCH_HP = 0x60000,   /* 17, 18 */
-    CORES_GROWTH_FP = 0x180000,   /* 19, 20 */
-    CORES_GROWTH_HP = 0x600000,   /* 21, 22 */
-    CORES_DEPTHWISE_FP = 0x3800000, /* 23, 24, 25 */
-    CORES_SPMD_FP = 0xC000000,    /* 26, 27 */
-    CORES_SPMD_HP = 0x30000000,   /* 28, 29 */
+    CORES_FIRST_FP = 0x3,           /* 0, 1 */
+    CORES_FIRST_HP = 0xC,           /* 2, 3 */
+    CORES_GROW_FP_OLD = 0x10,       /* 4 */
+    CORES_GROW_FP = 0x70,           /* 4, 5, 6 */
+    CORES_GROW_HP_OLD = 0x80,       /* 7 */
+    CORES_GROW_HP = 0x380,          /* 7, 8, 9 */
+    CORES_STUCK = 0x400,            /* 10 */
+    CORES_COLUMNS = 0x2000800,      /* 11, 25 */
+    CORES_LAUNCH = 0x7000,          /* 12, 13, 14 */
+    CORES_SCRATCH_FP = 0x18000,     /* 15, 16 */
+    CORES_SCRATCH_HP = 0x60000,     /* 17, 18 */
+    CORES_GROWTH_FP = 0x180000,     /* 19, 20 */
+    CORES_GROWTH_HP = 0x600000,     /* 21, 22 */
+    CORES_DEPTHWISE_FP = 0x1800000, /* 23, 24 */
+    CORES_SPMD_FP = 0xC000000,      /* 26, 27 */
+    CORES_SPMD_HP = 0x30000000,     /* 28, 29 */
 };
 static const int CORES_DEPTHWISE_HP = (int)0xC0000000u; /* 30, 31 */
 
 /* General path: groups, asymmetric pads (im2col tiles: per-core scratch). */
-static const cgt_shape GENERAL = {
-    .n = 2, .h = 5, .w = 6, .cin = 4, .cout = 6, .g = 2, .kh = 3, .kw = 2, .pu = 1, .pd = 1, .pl = 1,
-    .bs = 0x400};
+static const cgt_shape GENERAL = {.n = 2,
+                                  .h = 5,
+                                  .w = 6,
+                                  .cin = 4,
+                                  .cout = 6,
+                                  .g = 2,
+                                  .kh = 3,
+                                  .kw = 2,
+                                  .pu = 1,
+                                  .pd = 1,
+                                  .pl = 1,
+                                  .bs = 0x400};
 /* The same with many more rows: its tiles need more scratch than GENERAL's. */
-static const cgt_shape GENERAL_BIG = {
-    .n = 3, .h = 40, .w = 33, .cin = 4, .cout = 6, .g = 2, .kh = 3, .kw = 2, .pu = 1, .pd = 1, .pl = 1,
-    .bs = 0x400};
+static const cgt_shape GENERAL_BIG = {.n = 3,
+                                      .h = 40,
+                                      .w = 33,
+                                      .cin = 4,
+                                      .cout = 6,
+                                      .g = 2,
+                                      .kh = 3,
+                                      .kw = 2,
+                                      .pu = 1,
+                                      .pd = 1,
+                                      .pl = 1,
+                                      .bs = 0x400};
+/* General path with long dw rows (Kh*Kw*Ci' = 288): `_s` on 2 cores splits
+ * dw's columns instead of the sum (src/plan.c, cg_split_by_columns). */
+static const cgt_shape COLUMNS = {.n = 2,
+                                  .h = 6,
+                                  .w = 6,
+                                  .cin = 32,
+                                  .cout = 8,
+                                  .kh = 3,
+                                  .kw = 3,
+                                  .pu = 1,
+                                  .pd = 1,
+                                  .pl = 1,
+                                  .pr = 1,
+                                  .bs = 0x1000};
 /* Depthwise path (per-core accumulators). */
-static const cgt_shape DEPTHWISE = {
-    .n = 2, .h = 6, .w = 7, .cin = 8, .cout = 8, .g = 8, .kh = 3, .kw = 3, .pu = 1, .pd = 1, .pl = 1,
-    .pr = 1, .bs = 0x400};
+static const cgt_shape DEPTHWISE = {.n = 2,
+                                    .h = 6,
+                                    .w = 7,
+                                    .cin = 8,
+                                    .cout = 8,
+                                    .g = 8,
+                                    .kh = 3,
+                                    .kw = 3,
+                                    .pu = 1,
+                                    .pd = 1,
+                                    .pl = 1,
+                                    .pr = 1,
+                                    .bs = 0x400};
 
 typedef enum { API_STATUS, API_VOID } api;
 
@@ -194,8 +237,8 @@ static void host_call_fails(fx *f, api a, cg_status want, cg_fault_point pt, lon
     cg_status last = cg_last_status();
     long failures = cg_fault_failures(pt);
     cg_fault_disarm_all();
-    cr_expect_eq(st, want, "%s: status %d (%s), want %d (%s)", what, (int)st,
-                 cg_status_message(st), (int)want, cg_status_message(want));
+    cr_expect_eq(st, want, "%s: status %d (%s), want %d (%s)", what, (int)st, cg_status_message(st),
+                 (int)want, cg_status_message(want));
     cr_expect_eq(last, st, "%s: cg_last_status %d, the call returned %d", what, (int)last, (int)st);
     expect_message(st, what);
     if (fired < 0)
@@ -347,14 +390,13 @@ Test(faults, launch_thread_start_fault_releases_cores, .timeout = TEST_TIMEOUT)
         cg_fault_disarm_all();
         if (dti == 0) {
             cr_expect_eq(fired, 1, "the launch's thread start fault did not fire");
-            cr_expect_eq(rc, CG_ERR_THREAD, "core_mask_launch returned %d, want CG_ERR_THREAD",
-                         rc);
+            cr_expect_eq(rc, CG_ERR_THREAD, "core_mask_launch returned %d, want CG_ERR_THREAD", rc);
             cr_expect_eq(last, CG_ERR_THREAD, "cg_last_status %d after the failed launch",
                          (int)last);
             expect_message((cg_status)rc, "failed launch");
             for (int id = 0; id < 32; id++)
-                cr_expect_eq(atomic_load(&k->ran[id]), 0, "core %d ran the entry of a failed launch",
-                             id);
+                cr_expect_eq(atomic_load(&k->ran[id]), 0,
+                             "core %d ran the entry of a failed launch", id);
             cr_expect(fx_untouched(&f), "a failed launch wrote out_dw or the workspace");
             /* the cores were released: the same mask launches, and `_s` in
              * SPMD mode computes the right thing */
@@ -482,6 +524,24 @@ Test(faults, scratch_depthwise_every_core_fp16, .timeout = TEST_TIMEOUT)
     scratch_depthwise(CGT_FP16, CORES_DEPTHWISE_HP);
 }
 
+/* Split by dw's columns: the first allocations, then (fp16 tiles are larger
+ * than fp32's) a growth. */
+Test(faults, scratch_column_split, .timeout = TEST_TIMEOUT)
+{
+    for (int dti = 0; dti < 2; dti++) {
+        const cgt_dtype dt = dti ? CGT_FP16 : CGT_FP32;
+        char what[160];
+        snprintf(what, sizeof what, "%s _s host, columns split on %#x, a scratch allocation fails",
+                 dt_name(dt), (unsigned)CORES_COLUMNS);
+        fx f;
+        fx_init(&f, &COLUMNS, dt, CORES_COLUMNS, 12);
+        cg_fault_arm(CG_FAULT_SCRATCH_ALLOC, dti ? 1 : 2, 1);
+        host_call_fails(&f, API_STATUS, CG_ERR_NO_MEMORY, CG_FAULT_SCRATCH_ALLOC, 1, what);
+        host_call_works(&f, API_VOID, what);
+        fx_free(&f);
+    }
+}
+
 /* ---- scratch: SPMD mode ------------------------------------------------------- */
 
 typedef struct spmd_ctx {
@@ -517,13 +577,13 @@ static void spmd_twice_entry(void *arg)
     }
 }
 
-static void scratch_spmd(cgt_dtype dt, int mask)
+static void scratch_spmd(cgt_dtype dt, int mask, const cgt_shape *shape)
 {
     char what[160];
     snprintf(what, sizeof what, "%s _s SPMD on %#x, a scratch allocation fails", dt_name(dt),
              (unsigned)mask);
     fx f;
-    fx_init(&f, &GENERAL, dt, mask, 10);
+    fx_init(&f, shape, dt, mask, 10);
     fx_snapshot(&f);
     spmd_ctx *k = calloc(1, sizeof *k);
     k->f = &f;
@@ -552,12 +612,12 @@ static void scratch_spmd(cgt_dtype dt, int mask)
 
 Test(faults, scratch_spmd_fp32, .timeout = TEST_TIMEOUT)
 {
-    scratch_spmd(CGT_FP32, CORES_SPMD_FP);
+    scratch_spmd(CGT_FP32, CORES_SPMD_FP, &GENERAL);
 }
 
-Test(faults, scratch_spmd_fp16, .timeout = TEST_TIMEOUT)
+Test(faults, scratch_spmd_fp16_columns, .timeout = TEST_TIMEOUT)
 {
-    scratch_spmd(CGT_FP16, CORES_SPMD_HP);
+    scratch_spmd(CGT_FP16, CORES_SPMD_HP, &COLUMNS);
 }
 
 /* ---- `_p` reaches neither point ------------------------------------------------- */
@@ -573,7 +633,8 @@ Test(faults, private_needs_no_thread_and_no_scratch, .timeout = TEST_TIMEOUT)
             cg_fault_arm(CG_FAULT_THREAD_START, 1, -1);
             cg_fault_arm(CG_FAULT_SCRATCH_ALLOC, 1, -1);
             cg_status st = call_p(&f);
-            long calls = cg_fault_calls(CG_FAULT_THREAD_START) + cg_fault_calls(CG_FAULT_SCRATCH_ALLOC);
+            long calls =
+                cg_fault_calls(CG_FAULT_THREAD_START) + cg_fault_calls(CG_FAULT_SCRATCH_ALLOC);
             cg_fault_disarm_all();
             cr_expect_eq(st, CG_OK, "_p (%s, shape %d) got %d (%s) with every fault armed",
                          dt_name(f.dt), si, (int)st, cg_status_message(st));

@@ -131,56 +131,56 @@ Test(guard_harness, run_case_catches_a_wrong_result)
 
 /* ---- exact-size workspace, every path ----------------------------------- */
 
+/* One shape a line (clang-format would put one field a line). */
+/* clang-format off */
 static const cgt_shape GUARD_SHAPES[] = {
     /* depthwise, channels not a multiple of 4/8/16 (tail code) */
-    {.n = 2,
-     .h = 5,
-     .w = 7,
-     .cin = 13,
-     .cout = 13,
-     .g = 13,
-     .kh = 3,
-     .kw = 2,
-     .pu = 1,
-     .pd = 1,
-     .pl = 1,
-     .pr = 0},
+    {.n = 2, .h = 5, .w = 7, .cin = 13, .cout = 13, .g = 13, .kh = 3, .kw = 2,
+     .pu = 1, .pd = 1, .pl = 1, .pr = 0},
     /* depthwise, odd channel count and stride */
-    {.n = 1,
-     .h = 6,
-     .w = 4,
-     .cin = 7,
-     .cout = 7,
-     .g = 7,
-     .kh = 2,
-     .kw = 3,
-     .sh = 2,
-     .sw = 1,
-     .pl = 1},
+    {.n = 1, .h = 6, .w = 4, .cin = 7, .cout = 7, .g = 7, .kh = 2, .kw = 3,
+     .sh = 2, .sw = 1, .pl = 1},
     /* 1x1 */
     {.n = 3, .h = 4, .w = 5, .cin = 17, .cout = 5, .kh = 1, .kw = 1},
     {.n = 1, .h = 3, .w = 3, .cin = 3, .cout = 33, .kh = 1, .kw = 1},
     /* general: groups + dilation + asymmetric pads */
-    {.n = 2,
-     .h = 6,
-     .w = 5,
-     .cin = 6,
-     .cout = 9,
-     .g = 3,
-     .kh = 3,
-     .kw = 2,
-     .dh = 2,
-     .pu = 2,
-     .pd = 0,
-     .pl = 1,
-     .pr = 1},
+    {.n = 2, .h = 6, .w = 5, .cin = 6, .cout = 9, .g = 3, .kh = 3, .kw = 2, .dh = 2,
+     .pu = 2, .pd = 0, .pl = 1, .pr = 1},
     /* general: depth multiplier, stride > kernel */
     {.n = 2, .h = 7, .w = 8, .cin = 5, .cout = 10, .g = 5, .kh = 2, .kw = 1, .sh = 3, .sw = 2},
 };
+/* clang-format on */
 #define N_GUARD_SHAPES ((int)(sizeof GUARD_SHAPES / sizeof GUARD_SHAPES[0]))
 
 static const int GUARD_MASKS[] = {0x1, 0xf, INT_MIN, 0x0a0a, -1};
 #define N_GUARD_MASKS ((int)(sizeof GUARD_MASKS / sizeof GUARD_MASKS[0]))
+
+/* A case of p with bias and a pre-filled out_dw; the rest zero. */
+static cgt_case biased_prefilled_case(const ConvParameter *p, int dt, int mode, int mask,
+                                      uint64_t seed)
+{
+    cgt_case c;
+    memset(&c, 0, sizeof c);
+    c.p = *p;
+    c.dtype = (cgt_dtype)dt;
+    c.mode = (cgt_mode)mode;
+    c.core_mask = mask;
+    c.with_bias = 1;
+    c.prefill = 1;
+    c.seed = seed;
+    return c;
+}
+
+/* Counts a failed case in *failures; the first 6 are reported in full. */
+static void expect_case_passed(const char *test, const cgt_case *c, const cgt_result *r,
+                               int *failures)
+{
+    if (!r->ok && ++*failures <= 6) {
+        char desc[1024];
+        cgt_case_str(c, desc, sizeof desc);
+        cr_expect(r->ok, "%s: %s%s", test, desc, r->msg);
+    }
+}
 
 /* Runs every mode x dtype x mask x buffer-size choice on the shapes of one
  * path; the workspace is exact and guarded on the side `where`. */
@@ -200,15 +200,11 @@ static void guard_path(const char *test, cgt_path path, int ws_at_start, int in_
                      * workspace on many cores) and a large one (the
                      * buffer_size_*4 term dominates) */
                     for (int big = 0; big < 2; ++big) {
-                        cgt_case c;
-                        memset(&c, 0, sizeof c);
-                        c.p = p;
-                        c.dtype = (cgt_dtype)dt;
-                        c.mode = (cgt_mode)mode;
+                        cgt_case c = biased_prefilled_case(
+                            &p, dt, mode, GUARD_MASKS[mi],
+                            cgt_mix64(cgt_base_seed() ^ (uint64_t)(n + 1000 * (int)path)));
                         c.api = (cgt_api)((n / 2) % 2);
-                        c.core_mask = GUARD_MASKS[mi];
                         c.with_bias = n % 3 != 0;
-                        c.prefill = 1;
                         c.p.buffer_size_ =
                             big ? 0x4000 + 2 * n : (int)cgt_min_buffer(&p, dt ? 2 : 4);
                         c.ws_slack = 0;
@@ -216,7 +212,6 @@ static void guard_path(const char *test, cgt_path path, int ws_at_start, int in_
                         c.ws_at_start = ws_at_start;
                         c.in_at_start = in_at_start;
                         c.readonly_inputs = 1;
-                        c.seed = cgt_mix64(cgt_base_seed() ^ (uint64_t)(n + 1000 * (int)path));
                         /* _s: the documented size is what the helper says */
                         if (mode == CGT_S_HOST || mode == CGT_S_SPMD) {
                             const size_t helper =
@@ -228,12 +223,7 @@ static void guard_path(const char *test, cgt_path path, int ws_at_start, int in_
                                          (unsigned)c.core_mask);
                         }
                         cgt_result r = cgt_run_case(&c);
-                        if (!r.ok) {
-                            char desc[1024];
-                            cgt_case_str(&c, desc, sizeof desc);
-                            if (++failures <= 6)
-                                cr_expect(r.ok, "%s: %s%s", test, desc, r.msg);
-                        }
+                        expect_case_passed(test, &c, &r, &failures);
                         ++n;
                     }
                 }
@@ -284,27 +274,17 @@ Test(guard, natural_alignment_only, .timeout = TEST_TIMEOUT)
     for (int si = 0; si < N_GUARD_SHAPES; ++si) {
         for (int dt = 0; dt < 2; ++dt) {
             for (int mode = 0; mode < 4; ++mode) {
-                cgt_case c;
-                memset(&c, 0, sizeof c);
-                c.p = cgt_param(&GUARD_SHAPES[si]);
-                c.dtype = (cgt_dtype)dt;
-                c.mode = (cgt_mode)mode;
-                c.core_mask = 0x3;
-                c.with_bias = 1;
-                c.prefill = 1;
+                const ConvParameter p = cgt_param(&GUARD_SHAPES[si]);
+                cgt_case c = biased_prefilled_case(&p, dt, mode, 0x3,
+                                                   cgt_mix64(cgt_base_seed() + 777 + (uint64_t)n));
                 /* odd element offsets from the page end: pointers end up at an
                  * odd multiple of the element size */
                 const size_t es = dt ? 2 : 4;
                 c.out_slack = es * (size_t)(1 + 2 * (n % 4));
                 c.ws_slack = 4 * (size_t)(1 + 2 * (n % 3));
                 c.p.buffer_size_ = (int)cgt_min_buffer(&c.p, es) + (n % 2);
-                c.seed = cgt_mix64(cgt_base_seed() + 777 + (uint64_t)n);
                 cgt_result r = cgt_run_case(&c);
-                if (!r.ok && ++failures <= 6) {
-                    char desc[1024];
-                    cgt_case_str(&c, desc, sizeof desc);
-                    cr_expect(r.ok, "natural_alignment_only: %s%s", desc, r.msg);
-                }
+                expect_case_passed("natural_alignment_only", &c, &r, &failures);
                 ++n;
             }
         }
@@ -317,16 +297,7 @@ Test(guard, natural_alignment_only, .timeout = TEST_TIMEOUT)
 Test(guard_helpers, card_example_values)
 {
     /* The card's shape: Cout 4, 3x3, Cin 4, group 1 -> dw_elems 144. */
-    cgt_shape s = {.n = 4,
-                   .h = 4,
-                   .w = 4,
-                   .cin = 4,
-                   .cout = 4,
-                   .kh = 3,
-                   .kw = 3,
-                   .oh = 2,
-                   .ow = 2,
-                   .bs = 0x10000};
+    const cgt_shape s = cgt_card_shape();
     ConvParameter p = cgt_param(&s);
     cr_expect_eq(cg_grad_filter_min_buffer_size(&p, 4), 2 * 9 * 4 * 4, "fp32 min buffer");
     cr_expect_eq(cg_grad_filter_min_buffer_size(&p, 2), 2 * 9 * 4 * 2, "fp16 min buffer");
@@ -379,8 +350,7 @@ Test(guard_helpers, grouped_and_depthwise_values)
 
 Test(guard_helpers, random_shapes_match_formulas)
 {
-    cgt_rng r;
-    cgt_rng_seed(&r, cgt_base_seed() ^ 0x4e1e);
+    cgt_rng r = cgt_rng_seeded(cgt_base_seed() ^ 0x4e1e);
     for (int i = 0; i < 2000; ++i) {
         cgt_shape s;
         memset(&s, 0, sizeof s);

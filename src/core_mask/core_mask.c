@@ -400,8 +400,8 @@ static bool start_core(cm_core *c)
         return false;
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED); /* never joined */
     c->start_seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
-    c->started = !cg_fault_should_fail(CG_FAULT_THREAD_START) &&
-                 pthread_create(&t, &at, core_main, c) == 0;
+    c->started =
+        !cg_fault_should_fail(CG_FAULT_THREAD_START) && pthread_create(&t, &at, core_main, c) == 0;
     pthread_attr_destroy(&at);
     return c->started;
 }

@@ -140,10 +140,12 @@ static int decode_field(reader *r, kind k, const ConvParameter *p, size_t ds)
         return p->output_batch_;
     case K_SPATIAL:
         return 1 + b % 7;
-    case K_CIN:
-        return 1 + b % 8;
+    case K_CIN: /* now and then wide enough for `_s` to split dw's columns */
+        return b % 16 < 12 ? 1 + b % 8 : 8 << (b % 4);
     case K_COUT:
-        return b % 4 == 0 ? p->input_channel_ : 1 + b % 8;
+        if (b % 4 == 0)
+            return p->input_channel_;
+        return b % 16 == 15 ? 32 : b % 16 == 7 ? 16 : 1 + b % 8;
     case K_KERNEL:
         return 1 + b % 4;
     case K_GROUP:
@@ -718,6 +720,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (c.null_which != NULL_PARAM)
         check_helpers(&c, &e);
+    else if (cg_grad_filter_min_buffer_size(NULL, es) != 0 ||
+             cg_grad_filter_workspace_bytes(NULL, c.core_mask, es) != 0)
+        fail("a size helper returned non-zero for a NULL ConvParameter");
     if (verbose) {
         describe(stdout, &c);
         fflush(stdout);

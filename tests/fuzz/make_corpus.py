@@ -124,6 +124,15 @@ def seeds():
         shape(n=1, h=2, w=2, oh=2, ow=2, cin=2, cout=2, k=(4, 3), pad=(1, 2, 0, 0)), fp16=1)
     s["ok-p-big-buffer"] = encode(GENERAL, buf_extra=60000)
     s["ok-s-big-buffer"] = encode(DEPTHWISE, entry=S_HOST, core_mask=3, buf_extra=30000)
+    # wide rows of dw: `_s` splits dw's columns between the cores
+    wide = shape(n=1, h=4, w=4, oh=3, ow=3, cin=32, cout=4, k=(3, 3), pad=(1, 0, 0, 0))
+    s["ok-columns-fp-s"] = encode(wide, entry=S_HOST, core_mask=3, bias=1)
+    s["ok-columns-hp-s-spmd"] = encode(wide, fp16=1, entry=S_SPMD, core_mask=3)
+    many_groups = shape(n=1, h=4, w=4, oh=4, ow=4, cin=16, cout=32, k=(3, 3), g=16,
+                        pad=(1, 1, 1, 1))
+    s["ok-columns-groups-fp-s"] = encode(many_groups, entry=S_HOST, core_mask=3, misalign=1)
+    s["ok-columns-groups-hp-s"] = encode(many_groups, fp16=1, entry=S_HOST, core_mask=1 | 1 << 31,
+                                         bias=1)
     s["ok-depthwise-dilated-is-general"] = encode(
         shape(n=1, h=6, w=6, cin=4, cout=4, k=(3, 3), g=4, dil=(2, 1), pad=(1, 1, 1, 1)), fp16=1)
 

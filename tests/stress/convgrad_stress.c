@@ -10,8 +10,6 @@
  * ahead of an earlier waiting case that needs one of them (no starvation). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
-#include <limits.h>
-#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -175,10 +173,8 @@ static const int FATAL_SIGNALS[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
 enum { NFATAL = sizeof FATAL_SIGNALS / sizeof FATAL_SIGNALS[0] };
 static struct sigaction g_previous[NFATAL]; /* e.g. a sanitizer's handlers */
 
-/* A crash (a guard page hit, an abort from a sanitizer) ends the process
- * before any report: name the case, so the crash has a reproducer like any
- * other failure. Then the previous handler takes over: a sanitizer's still
- * prints its report with the faulting stack. */
+/* Names the case the calling thread works for, with its reproducer, and the
+ * other cases running. Async-signal-safe. */
 static void report_in_flight(const char *what, int sig)
 {
     char b[24];
@@ -209,6 +205,10 @@ static void report_in_flight(const char *what, int sig)
 
 static atomic_int g_sanitizer_reported;
 
+/* A crash (a guard page hit, an abort) ends the process before any report:
+ * name the case, so the crash has a reproducer like any other failure. Then
+ * the previous handler takes over: a sanitizer's still prints its report
+ * with the faulting stack. */
 static void on_fatal_signal(int sig, siginfo_t *info, void *ctx)
 {
     (void)ctx;
@@ -790,10 +790,10 @@ static int run(const options *o)
     }
     for (int i = 0; i < P->nworkers; ++i)
         pthread_join(P->w[i].th, NULL);
-    print_summary(P);
     if (o->replay && P->st.failures == 0 && o->nreplay == 1)
         printf("convgrad-stress: passed alone; a case that failed in a run but passes alone\n"
                "needs the cases that overlapped it: rerun them together (see its FAIL lines)\n");
+    print_summary(P); /* the last line, always */
     return P->st.failures ? 1 : 0;
 }
 

@@ -7,7 +7,6 @@
  * big tensors to show. */
 #include "stress.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -219,8 +218,13 @@ static ConvParameter draw_shape(cgt_rng *r)
     memset(&s, 0, sizeof s);
     draw_family(r, (family)pick_weighted(r, FAMILY_WEIGHT, F_COUNT), &s);
     pick_output(r, &s);
-    /* mostly small cases (fast, many of them), now and then a larger one */
-    const double budget = exp(log(300.0) + cgt_rng_unit(r) * (log(3e5) - log(300.0)));
+    /* log-uniform from 300 to ~3e5 MACs: mostly small cases (fast, many of
+     * them), now and then a larger one. A table, not exp(): a case must not
+     * depend on the libm it was built against. */
+    static const double budgets[] = {300,   424,   600,   849,    1200,   1697,   2400,
+                                     3394,  4800,  6788,  9600,   13576,  19200,  27153,
+                                     38400, 54306, 76800, 108612, 153600, 217223, 307200};
+    const double budget = budgets[cgt_rng_int(r, 0, (int)(sizeof budgets / sizeof *budgets) - 1)];
     shrink_to(&s, budget);
     return cgt_param(&s);
 }
@@ -331,8 +335,8 @@ static void draw_data(cgt_rng *r, cgt_case *c)
         c->dyadic = 1;
         c->exact = 1.0 + calls * (terms(&c->p) + 1.0) < 16000.0;
     } else if (c->dtype == CGT_FP32 && k < 22) {
-        static const int scale[] = {-3, 1, 2}; /* 1e-3, 10, 100 */
-        c->range = pow(10.0, cgt_rng_pick(r, scale, 3));
+        static const double scale[] = {1e-3, 10.0, 100.0};
+        c->range = scale[cgt_rng_int(r, 0, 2)];
     }
     c->zero_dy = cgt_rng_chance(r, 3);
 }

@@ -1,0 +1,140 @@
+/* convgrad-bench: shared declarations of the benchmark's parts.
+ *
+ *   main.c      options, the layer set, the interleaved rounds, the checks, the reports
+ *   limits.c    the machine's limits (FMA loop, OpenBLAS sgemm) and the launch/barrier costs
+ *   baseline.c  the plain im2col + OpenBLAS sgemm peer
+ *   onednn.c    the oneDNN backward-weights peer (stubs when oneDNN is not built in)
+ *
+ * Benchmark-only code: it links the library as an outside program does (the
+ * public header only) and never reaches into src/. */
+#ifndef CG_BENCH_H
+#define CG_BENCH_H
+
+#include <stddef.h>
+
+#include "convgrad.h"
+
+/* One convolution of the layer set, as the issue lists it. */
+typedef struct bench_layer {
+    const char *name;
+    int n, h, w, cin, cout, kh, kw, stride, pad, dil, group;
+} bench_layer;
+
+/* The layer's shape, with the forward formula's output size. */
+typedef struct bench_shape {
+    int n, h, w, cin, cout, kh, kw, stride, pad, dil, group;
+    int oh, ow;
+    int pad_r, pad_d; /* the far-side pads that make the forward formula give oh, ow exactly */
+} bench_shape;
+
+double bench_now(void);           /* monotonic seconds */
+void bench_sleep_ms(double ms);
+double bench_median(double *v, int n); /* sorts v */
+int bench_cpu_count(void);
+
+/* ---- limits.c ---------------------------------------------------------- */
+typedef struct fma_result {
+    const char *isa; /* "avx512f", "avx2+fma" or "scalar" */
+    double gflops;
+} fma_result;
+/* Widest FMA loop the CPU has, on `threads` threads at once (total GFLOP/s). */
+fma_result bench_fma_limit(int threads, int quick);
+/* The AVX2+FMA loop only (0 if the CPU lacks it), for context next to OpenBLAS's kernels. */
+double bench_fma_avx2(int threads, int quick);
+/* OpenBLAS sgemm on an n x n x n product with `threads` OpenBLAS threads; restores 1. */
+double bench_sgemm_limit(int n, int threads, int reps);
+/* Medians in microseconds: core_mask_launch of an empty entry, and one sys_bar round. */
+typedef struct overhead_result {
+    int mask, cores;
+    double launch_us, bar_us;
+    int launches, rounds;
+    int ok; /* every launch returned 0 */
+} overhead_result;
+overhead_result bench_overhead(int mask, int quick);
+
+/* ---- baseline.c -------------------------------------------------------- */
+size_t baseline_col_bytes(const bench_shape *s);
+/* dw[Cout][Kh][Kw][Cin/G] = im2col(x) then one cblas_sgemm per group (one for group 1).
+ * col holds baseline_col_bytes(s). OpenBLAS runs on whatever bench_blas_threads set:
+ * the caller sets the thread count before the timed call and 1 again after it
+ * (convgrad wants 1, process-wide). */
+void baseline_run(const bench_shape *s, const float *x, const float *dy, float *dw, float *col);
+void bench_blas_threads(int threads); /* openblas_set_num_threads */
+
+/* ---- onednn.c ---------------------------------------------------------- */
+typedef struct onednn_conv onednn_conv;
+int onednn_available(void);
+/* One line: version, threading runtime, ISA; or why it is not available. */
+const char *onednn_describe(void);
+/* The primitive for shape s on `threads` threads (created once, outside any timing).
+ * NULL and a reason in err when it cannot be made. x and dy are used in place. */
+onednn_conv *onednn_create(const bench_shape *s, int threads, const float *x, const float *dy,
+                           char *err, size_t errlen);
+const char *onednn_impl(const onednn_conv *c);   /* e.g. "jit:avx512_core" */
+const char *onednn_wformat(const onednn_conv *c); /* "OHWI (plain)" or "blocked" */
+/* Runs the primitive once and waits for it: this is what is timed. 0 on success. */
+int onednn_execute(onednn_conv *c);
+/* Copies the last result to dw in OHWI ([G][O/G][Kh][Kw][I/G]) through a
+ * oneDNN reorder when oneDNN chose another layout; returns its seconds, or < 0. */
+double onednn_to_ohwi(onednn_conv *c, float *dw);
+void onednn_set_threads(int threads); /* the thread count the next execution uses */
+void onednn_destroy(onednn_conv *c);
+/* What oneDNN would do for fp16 on this shape (a note; fp16 is not measured). */
+const char *onednn_fp16_note(const bench_shape *s);
+
+/* ---- main.c: the layer set, the results, the report helpers ------------- */
+extern const bench_layer bench_layers[];
+extern const int bench_nlayers;
+
+enum impl { IMPL_CONVGRAD, IMPL_ONEDNN, IMPL_BASELINE, NIMPL };
+enum dtype { DT_FP32, DT_FP16 };
+
+const char *impl_label(int impl, int dtype); /* "convgrad", "convgrad-fp16", "oneDNN", "im2col+BLAS" */
+const char *impl_key(int impl, int dtype);   /* the CSV's names */
+bench_shape shape_of(const bench_layer *L);
+double layer_flops(const bench_shape *s);    /* 2*N*OH*OW*Cout*Kh*Kw*Cin/G */
+
+/* One implementation, dtype and mask on one layer: medians of the timed rounds. */
+typedef struct result {
+    int layer, impl, dtype, mask, cores, reps;
+    double median_ms, min_ms, max_ms, gflops;
+    double reorder_ms; /* oneDNN: the conversion to OHWI, not in median_ms */
+    int ok;
+    char check_desc[200];
+    double worst;
+    char dnn_impl[64];
+    size_t ws_bytes, scratch_bytes;
+} result;
+
+extern result *g_results;
+extern int g_nresults;
+extern int g_reps_asked;
+/* The result with a median for (layer, impl, dtype, cores), or NULL. */
+const result *find_result(int layer, int impl, int dtype, int cores);
+
+/* The machine's limits, measured at each thread count the run uses. */
+typedef struct limits {
+    int threads[33];
+    int n;
+    double fma[33], fma_avx2[33], sgemm[33];
+    const char *fma_isa;
+    int sgemm_n;
+} limits;
+
+extern limits g_lim;
+/* FMA limit (GFLOP/s) for a run on `cores` cores: the figure at min(cores, CPUs) threads. */
+double fma_limit_for(int cores);
+
+/* Prints to stdout and to OUT/summary.txt (clearing the progress line first). */
+void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- report.c --------------------------------------------------------------- */
+void print_table_header(void);
+void print_rows_for_layer(int li); /* the table's rows of one finished layer */
+int max_cores_measured(void);
+void write_csv(const char *out_dir);
+/* 1 when the PNGs were written; else 0 and why. */
+int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen);
+void report_targets(const overhead_result *ov, int nov);
+
+#endif

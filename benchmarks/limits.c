@@ -1,0 +1,310 @@
+/* The machine's limits, measured in the same run as the layers:
+ *  - an FMA loop at the widest vector width the CPU has (AVX-512F when
+ *    __builtin_cpu_supports says so, else AVX2+FMA, else scalar fmaf), with
+ *    many independent accumulators so that it is throughput-bound, on 1..k
+ *    threads at once;
+ *  - OpenBLAS sgemm on a large square product, at 1 and k threads;
+ * and the emulated cores' fixed costs: core_mask_launch of an empty entry and
+ * one sys_bar round, as medians in microseconds. */
+#define _GNU_SOURCE
+#include <cblas.h>
+#include <immintrin.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+/* ---- FMA loops ---------------------------------------------------------- */
+
+/* Every accumulator named once: X(i) for i in 0..23 (or 0..11). */
+#define ACC12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define ACC24(X) ACC12(X) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
+enum { FMA512_ACC = 24, FMA256_ACC = 12 };
+
+/* 24 zmm accumulators: FMA latency 4 x 2 pipes needs 8 in flight; 24 leaves
+ * room for wider machines. a = a*b + c converges to c/(1-b): no overflow, no
+ * denormals. Returns a value derived from every accumulator so nothing is
+ * dead code. FLOPs = iters * 24 * 16 * 2. */
+__attribute__((target("avx512f"), noinline)) static float fma_loop_avx512(long iters)
+{
+    const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+#define DECL(i) __m512 a##i = _mm512_set1_ps(0.001f * (i + 1));
+#define STEP(i) a##i = _mm512_fmadd_ps(a##i, b, c);
+#define SUM(i) s = _mm512_add_ps(s, a##i);
+    ACC24(DECL)
+    for (long it = 0; it < iters; ++it) {
+        ACC24(STEP)
+        __asm__ volatile("" ::: "memory");
+    }
+    __m512 s = _mm512_setzero_ps();
+    ACC24(SUM)
+#undef DECL
+#undef STEP
+#undef SUM
+    return _mm512_reduce_add_ps(s);
+}
+
+/* 12 ymm accumulators (16 registers in all). FLOPs = iters * 12 * 8 * 2. */
+__attribute__((target("avx2,fma"), noinline)) static float fma_loop_avx2(long iters)
+{
+    const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+#define DECL(i) __m256 a##i = _mm256_set1_ps(0.001f * (i + 1));
+#define STEP(i) a##i = _mm256_fmadd_ps(a##i, b, c);
+#define SUM(i) s = _mm256_add_ps(s, a##i);
+    ACC12(DECL)
+    for (long it = 0; it < iters; ++it) {
+        ACC12(STEP)
+        __asm__ volatile("" ::: "memory");
+    }
+    __m256 s = _mm256_setzero_ps();
+    ACC12(SUM)
+#undef DECL
+#undef STEP
+#undef SUM
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
+}
+
+/* Portable fallback: 8 scalar chains. FLOPs = iters * 8 * 2. */
+static float fma_loop_scalar(long iters)
+{
+    float a[8];
+    for (int i = 0; i < 8; ++i)
+        a[i] = 0.001f * (float)(i + 1);
+    for (long it = 0; it < iters; ++it) {
+        for (int i = 0; i < 8; ++i)
+            a[i] = fmaf(a[i], 0.999999f, 1e-6f);
+        __asm__ volatile("" ::: "memory");
+    }
+    return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+}
+
+enum fma_kind { FMA_512, FMA_256, FMA_SCALAR };
+
+static double flops_per_iter(enum fma_kind k)
+{
+    switch (k) {
+    case FMA_512: return FMA512_ACC * 16.0 * 2.0;
+    case FMA_256: return FMA256_ACC * 8.0 * 2.0;
+    default: return 8.0 * 2.0;
+    }
+}
+
+static float run_fma(enum fma_kind k, long iters)
+{
+    switch (k) {
+    case FMA_512: return fma_loop_avx512(iters);
+    case FMA_256: return fma_loop_avx2(iters);
+    default: return fma_loop_scalar(iters);
+    }
+}
+
+static enum fma_kind widest_fma(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return FMA_512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return FMA_256;
+#endif
+    return FMA_SCALAR;
+}
+
+static int has_avx2_fma(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+typedef struct fma_job {
+    enum fma_kind kind;
+    long iters;
+    pthread_barrier_t *start;
+    volatile float sink;
+} fma_job;
+
+static void *fma_thread(void *arg)
+{
+    fma_job *j = arg;
+    pthread_barrier_wait(j->start);
+    j->sink = run_fma(j->kind, j->iters);
+    return NULL;
+}
+
+/* One timed run of `threads` loops at once: total GFLOP/s from the wall time
+ * between the common start and the last thread's end. */
+static double fma_once(enum fma_kind kind, int threads, long iters)
+{
+    pthread_t tid[64];
+    fma_job jobs[64];
+    pthread_barrier_t start;
+    if (threads > 64)
+        threads = 64;
+    pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+    for (int t = 0; t < threads; ++t) {
+        jobs[t].kind = kind;
+        jobs[t].iters = iters;
+        jobs[t].start = &start;
+        pthread_create(&tid[t], NULL, fma_thread, &jobs[t]);
+    }
+    pthread_barrier_wait(&start);
+    double t0 = bench_now();
+    for (int t = 0; t < threads; ++t)
+        pthread_join(tid[t], NULL);
+    double dt = bench_now() - t0;
+    pthread_barrier_destroy(&start);
+    return flops_per_iter(kind) * (double)iters * threads / dt * 1e-9;
+}
+
+static double fma_measure(enum fma_kind kind, int threads, int quick)
+{
+    /* calibrate to ~0.15 s a run (0.02 s quick) on one thread */
+    long iters = 100000;
+    double t0 = bench_now();
+    volatile float s = run_fma(kind, iters);
+    (void)s;
+    double dt = bench_now() - t0;
+    double target = quick ? 0.02 : 0.15;
+    if (dt > 0)
+        iters = (long)(iters * target / dt);
+    if (iters < 1000)
+        iters = 1000;
+    int reps = quick ? 3 : 7;
+    double best = 0;
+    double v[16];
+    for (int r = 0; r < reps; ++r)
+        v[r] = fma_once(kind, threads, iters);
+    /* the limit is what the hardware can do: report the best run, not a median
+     * dragged down by whatever else shares the machine */
+    for (int r = 0; r < reps; ++r)
+        if (v[r] > best)
+            best = v[r];
+    return best;
+}
+
+fma_result bench_fma_limit(int threads, int quick)
+{
+    enum fma_kind k = widest_fma();
+    fma_result r;
+    r.isa = k == FMA_512 ? "avx512f" : k == FMA_256 ? "avx2+fma" : "scalar";
+    r.gflops = fma_measure(k, threads, quick);
+    return r;
+}
+
+double bench_fma_avx2(int threads, int quick)
+{
+    return has_avx2_fma() ? fma_measure(FMA_256, threads, quick) : 0.0;
+}
+
+/* ---- OpenBLAS sgemm ----------------------------------------------------- */
+
+double bench_sgemm_limit(int n, int threads, int reps)
+{
+    size_t nn = (size_t)n * n;
+    float *a = aligned_alloc(64, nn * sizeof(float));
+    float *b = aligned_alloc(64, nn * sizeof(float));
+    float *c = aligned_alloc(64, nn * sizeof(float));
+    if (!a || !b || !c) {
+        free(a);
+        free(b);
+        free(c);
+        return 0.0;
+    }
+    for (size_t i = 0; i < nn; ++i) {
+        a[i] = (float)((int)(i % 17) - 8) / 8.0f;
+        b[i] = (float)((int)(i % 13) - 6) / 8.0f;
+    }
+    openblas_set_num_threads(threads);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    double best = 0;
+    for (int r = 0; r < reps; ++r) {
+        double t0 = bench_now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
+                    n);
+        double g = 2.0 * n * (double)n * n / (bench_now() - t0) * 1e-9;
+        if (g > best)
+            best = g;
+    }
+    openblas_set_num_threads(1);
+    free(a);
+    free(b);
+    free(c);
+    return best;
+}
+
+/* ---- launch and barrier costs -------------------------------------------- */
+
+static void empty_entry(void *arg)
+{
+    (void)arg;
+}
+
+typedef struct bar_job {
+    int mask, cores, rounds;
+    double *stamps; /* rounds + 1, written by logical core 0 */
+} bar_job;
+
+static void bar_entry(void *arg)
+{
+    bar_job *j = arg;
+    const int lead = GetLogicCoreId(j->mask, get_core_id()) == 0;
+    sys_bar(0, j->cores); /* line up first */
+    if (lead)
+        j->stamps[0] = bench_now();
+    for (int r = 0; r < j->rounds; ++r) {
+        sys_bar(1, j->cores);
+        if (lead)
+            j->stamps[r + 1] = bench_now();
+    }
+}
+
+overhead_result bench_overhead(int mask, int quick)
+{
+    overhead_result o;
+    memset(&o, 0, sizeof o);
+    o.mask = mask;
+    o.cores = GetCoreNum(mask);
+    o.ok = 1;
+    const int many = o.cores > bench_cpu_count();
+    o.launches = quick ? 20 : (many ? 300 : 2000);
+    o.rounds = quick ? 20 : (many ? 300 : 2000);
+
+    /* the first launches start the cores' threads: not part of the cost */
+    for (int i = 0; i < 5; ++i)
+        if (core_mask_launch(mask, empty_entry, NULL) != 0)
+            o.ok = 0;
+    double *t = malloc(sizeof(double) * (size_t)(o.launches > o.rounds * 3 ? o.launches : o.rounds * 3));
+    for (int i = 0; i < o.launches; ++i) {
+        double t0 = bench_now();
+        if (core_mask_launch(mask, empty_entry, NULL) != 0)
+            o.ok = 0;
+        t[i] = bench_now() - t0;
+    }
+    o.launch_us = bench_median(t, o.launches) * 1e6;
+
+    /* three launches of `rounds` barrier rounds each; every round's time */
+    double *stamps = malloc(sizeof(double) * (size_t)(o.rounds + 1));
+    int nt = 0;
+    for (int l = 0; l < 3; ++l) {
+        bar_job j = {mask, o.cores, o.rounds, stamps};
+        if (core_mask_launch(mask, bar_entry, &j) != 0) {
+            o.ok = 0;
+            continue;
+        }
+        for (int r = 0; r < o.rounds; ++r)
+            t[nt++] = stamps[r + 1] - stamps[r];
+    }
+    o.bar_us = nt ? bench_median(t, nt) * 1e6 : 0.0;
+    free(stamps);
+    free(t);
+    return o;
+}

@@ -1,0 +1,1319 @@
+/* convgrad-bench: fp_/hp_conv_grad_filter_s (host mode) on a built-in layer
+ * set, for core masks 0b1, 0b11, ... up to the machine's CPUs, against its
+ * peers measured in the same run: oneDNN backward-weights, a plain im2col +
+ * OpenBLAS sgemm, and the machine's limits (an FMA loop at the widest vector
+ * width, OpenBLAS sgemm on a large square product). See --help and the
+ * README's section "The benchmark: convgrad-bench".
+ *
+ * Timing: interleaved rounds (each round runs every implementation and core
+ * count once, in a rotating order), after warm-up runs; medians are kept.
+ * Only the call is timed: buffers, primitives and workspaces are made before,
+ * and out_dw is zeroed before each convgrad call outside the timed region.
+ *
+ * Checking: the data are multiples of 1/8 in [-1, 1], so every product is a
+ * multiple of 1/64 and, for these sizes, every partial sum is exact in fp32:
+ * a correct fp32 result equals the double reference exactly, whatever the
+ * summation order. Each measured result is checked against the reference on
+ * sampled elements of dw (each summed exactly in double), on every element
+ * for the smaller layers, and oneDNN's against convgrad's on every element.
+ * A failed check is reported loudly and the exit status is 1. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cblas.h>
+
+#include "bench.h"
+#include "reference.h"
+
+#ifndef CG_BENCH_DEFAULT_OUT
+#define CG_BENCH_DEFAULT_OUT "build/bench"
+#endif
+
+/* ---- the layer set (issue 4) -------------------------------------------- */
+
+const bench_layer bench_layers[] = {
+    /* name            N    H    W  Cin Cout Kh Kw s pad dil  G */
+    {"r50_3x3_56", 8, 56, 56, 64, 64, 3, 3, 1, 1, 1, 1},
+    {"r50_3x3_28", 8, 28, 28, 128, 128, 3, 3, 1, 1, 1, 1},
+    {"r50_3x3_14", 8, 14, 14, 256, 256, 3, 3, 1, 1, 1, 1},
+    {"r50_3x3_7", 8, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1},
+    {"r50_3x3_56_s2", 8, 56, 56, 128, 128, 3, 3, 2, 1, 1, 1},
+    {"stem_7x7_s2", 8, 224, 224, 3, 64, 7, 7, 2, 3, 1, 1},
+    {"r50_1x1_56", 16, 56, 56, 64, 256, 1, 1, 1, 0, 1, 1},
+    {"r50_1x1_14", 16, 14, 14, 1024, 256, 1, 1, 1, 0, 1, 1},
+    {"mbv1_dw_112", 32, 112, 112, 32, 32, 3, 3, 1, 1, 1, 32},
+    {"mbv1_dw_56", 32, 56, 56, 128, 128, 3, 3, 1, 1, 1, 128},
+    {"mbv1_dw_28_s2", 64, 28, 28, 256, 256, 3, 3, 2, 1, 1, 256},
+    {"rnx_g32_56", 8, 56, 56, 128, 128, 3, 3, 1, 1, 1, 32},
+    {"dil2_3x3_28", 8, 28, 28, 256, 256, 3, 3, 1, 2, 2, 1},
+    {"r50_3x3_56_n1", 1, 56, 56, 64, 64, 3, 3, 1, 1, 1, 1},
+};
+enum { NLAYERS = (int)(sizeof bench_layers / sizeof bench_layers[0]) };
+const int bench_nlayers = NLAYERS;
+
+enum { DEFAULT_REPS = 40, QUICK_REPS = 2, DEFAULT_WARMUP = 2, QUICK_WARMUP = 1 };
+enum { NSAMPLES = 64 };                /* random dw elements checked per layer, plus first and last */
+static const double FULL_REF_MACS = 1.5e8; /* full double reference up to this size */
+static const double SLOW_BUDGET_S = 12.0; /* timed seconds per implementation and layer, at most */
+/* After a multi-threaded peer's run: OpenBLAS's idle threads spin for ~100 ms
+ * (oneDNN's OpenMP ones for well under 25 ms) before they sleep, and would take
+ * CPU from the next measurement. */
+static const double SETTLE_MS = 120.0;
+
+
+const char *impl_label(int impl, int dtype)
+{
+    switch (impl) {
+    case IMPL_CONVGRAD: return dtype == DT_FP16 ? "convgrad-fp16" : "convgrad";
+    case IMPL_ONEDNN: return "oneDNN";
+    default: return "im2col+BLAS";
+    }
+}
+
+const char *impl_key(int impl, int dtype)
+{
+    switch (impl) {
+    case IMPL_CONVGRAD: return dtype == DT_FP16 ? "convgrad_fp16" : "convgrad";
+    case IMPL_ONEDNN: return "onednn";
+    default: return "im2col_blas";
+    }
+}
+
+/* ---- small utilities ----------------------------------------------------- */
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void bench_sleep_ms(double ms)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)(ms / 1000.0);
+    ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1000.0) * 1e6);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, int n)
+{
+    if (n <= 0)
+        return 0.0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int bench_cpu_count(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (int)n;
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rng_next(void)
+{
+    /* xorshift64* */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1Dull;
+}
+
+static void *xalloc(size_t bytes)
+{
+    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    if (!p) {
+        fprintf(stderr, "convgrad-bench: out of memory (%zu bytes)\n", bytes);
+        exit(3);
+    }
+    return p;
+}
+
+/* Everything the report says goes to stdout and to OUT/summary.txt. */
+static FILE *g_summary;
+static int g_progress_tty;
+static int g_progress_shown;
+
+static void progress_clear(void)
+{
+    if (g_progress_tty && g_progress_shown) {
+        fputs("\r\033[K", stderr);
+        g_progress_shown = 0;
+    }
+}
+
+void say(const char *fmt, ...)
+{
+    va_list ap;
+    progress_clear();
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+    if (g_summary) {
+        va_start(ap, fmt);
+        vfprintf(g_summary, fmt, ap);
+        va_end(ap);
+    }
+}
+
+static void progress(const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (g_progress_tty) {
+        fprintf(stderr, "\r\033[K%s", line);
+        g_progress_shown = 1;
+    } else {
+        /* a log, not a terminal: a line every few seconds at most */
+        static double last = -1e9;
+        double now = bench_now();
+        if (now - last < 5.0)
+            return;
+        last = now;
+        fprintf(stderr, "%s\n", line);
+    }
+    fflush(stderr);
+}
+
+static void fmt_duration(char *buf, size_t len, double s)
+{
+    if (s < 0)
+        s = 0;
+    int m = (int)(s / 60.0);
+    snprintf(buf, len, "%d:%02d", m, (int)(s - m * 60.0));
+}
+
+static double load_average(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+static void cpu_model(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *c = strchr(line, ':');
+            if (c) {
+                c++;
+                while (*c == ' ')
+                    c++;
+                c[strcspn(c, "\n")] = 0;
+                snprintf(buf, len, "%s", c);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static int mkdir_p(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; ++p) {
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    }
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+/* ---- options --------------------------------------------------------------- */
+
+typedef struct options {
+    const char *out_dir;
+    int reps, warmup;
+    int quick;
+    int fp32, fp16;
+    int masks[32];
+    int nmasks;
+    int layers[NLAYERS];
+    int nlayers;
+    double settle_ms;
+    int no_plots;
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: convgrad-bench [options]\n"
+            "\n"
+            "Runs fp_conv_grad_filter_s (host mode) on the built-in layer set for core masks\n"
+            "0b1, 0b11, ... up to the CPU count, against oneDNN backward-weights, a plain\n"
+            "im2col + OpenBLAS sgemm baseline and the machine's limits, all in one run;\n"
+            "checks every result; prints a table and writes CSV and PNG plots.\n"
+            "\n"
+            "  --layers a,b,c   layers to run, by name (default: all; --list shows them)\n"
+            "  --reps N         timed rounds per layer (default %d; the median is kept)\n"
+            "  --warmup N       untimed runs of each implementation first (default %d)\n"
+            "  --masks m,m      core masks (decimal, 0x.. or 0b..; default 1,3,7,... up to the CPUs)\n"
+            "  --dtype T        fp32, fp16 or both (default both; fp16 = hp_conv_grad_filter_s)\n"
+            "  --quick          smoke test: %d rounds, %d warm-up, small limit measurements\n"
+            "  --out DIR        where results.csv, limits.csv, overhead.csv, summary.txt and\n"
+            "                   the plots go (default %s)\n"
+            "  --settle-ms X    pause after a multi-threaded peer's run, so that its spinning\n"
+            "                   threads sleep before the next measurement (default %.0f)\n"
+            "  --no-plots       do not run gnuplot\n"
+            "  --list           list the layer set and exit\n"
+            "  --help           this text\n"
+            "\n"
+            "Exit status: 0 when every check passed, 1 when a check or a call failed, 2 on\n"
+            "bad options. Targets missed are reported, not an error.\n",
+            DEFAULT_REPS, DEFAULT_WARMUP, QUICK_REPS, QUICK_WARMUP, CG_BENCH_DEFAULT_OUT, SETTLE_MS);
+}
+
+static int parse_int(const char *s, long *out)
+{
+    char *end;
+    int base = 10;
+    if (s[0] == '0' && (s[1] == 'b' || s[1] == 'B')) {
+        s += 2;
+        base = 2;
+    } else if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        s += 2;
+        base = 16;
+    }
+    if (!*s)
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, base);
+    if (errno || *end || v > 0xFFFFFFFFull)
+        return -1;
+    *out = (long)v;
+    return 0;
+}
+
+static int find_layer(const char *name)
+{
+    for (int i = 0; i < NLAYERS; ++i)
+        if (strcmp(bench_layers[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static int parse_options(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->out_dir = CG_BENCH_DEFAULT_OUT;
+    o->reps = -1;
+    o->warmup = -1;
+    o->fp32 = o->fp16 = 1;
+    o->settle_ms = SETTLE_MS;
+    for (int i = 0; i < NLAYERS; ++i)
+        o->layers[i] = i;
+    o->nlayers = NLAYERS;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long n;
+#define NEED_VALUE()                                                                               \
+    do {                                                                                           \
+        if (!v) {                                                                                  \
+            fprintf(stderr, "convgrad-bench: %s needs a value\n", a);                              \
+            return -1;                                                                             \
+        }                                                                                          \
+        ++i;                                                                                       \
+    } while (0)
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--list")) {
+            printf("%-15s %4s %4s %4s %5s %5s %2s %2s %6s %3s %3s %5s\n", "layer", "N", "H", "W",
+                   "Cin", "Cout", "Kh", "Kw", "stride", "pad", "dil", "group");
+            for (int l = 0; l < NLAYERS; ++l) {
+                const bench_layer *L = &bench_layers[l];
+                printf("%-15s %4d %4d %4d %5d %5d %2d %2d %6d %3d %3d %5d\n", L->name, L->n, L->h,
+                       L->w, L->cin, L->cout, L->kh, L->kw, L->stride, L->pad, L->dil, L->group);
+            }
+            exit(0);
+        } else if (!strcmp(a, "--quick")) {
+            o->quick = 1;
+        } else if (!strcmp(a, "--no-plots")) {
+            o->no_plots = 1;
+        } else if (!strcmp(a, "--reps")) {
+            NEED_VALUE();
+            if (parse_int(v, &n) || n < 1 || n > 100000) {
+                fprintf(stderr, "convgrad-bench: --reps wants a positive count, not '%s'\n", v);
+                return -1;
+            }
+            o->reps = (int)n;
+        } else if (!strcmp(a, "--warmup")) {
+            NEED_VALUE();
+            if (parse_int(v, &n) || n > 1000) {
+                fprintf(stderr, "convgrad-bench: --warmup wants a count, not '%s'\n", v);
+                return -1;
+            }
+            o->warmup = (int)n;
+        } else if (!strcmp(a, "--settle-ms")) {
+            NEED_VALUE();
+            char *end;
+            double d = strtod(v, &end);
+            if (*end || d < 0 || d > 10000) {
+                fprintf(stderr, "convgrad-bench: --settle-ms wants milliseconds, not '%s'\n", v);
+                return -1;
+            }
+            o->settle_ms = d;
+        } else if (!strcmp(a, "--out")) {
+            NEED_VALUE();
+            o->out_dir = v;
+        } else if (!strcmp(a, "--dtype")) {
+            NEED_VALUE();
+            if (!strcmp(v, "fp32")) {
+                o->fp32 = 1;
+                o->fp16 = 0;
+            } else if (!strcmp(v, "fp16")) {
+                o->fp32 = 0;
+                o->fp16 = 1;
+            } else if (!strcmp(v, "both")) {
+                o->fp32 = o->fp16 = 1;
+            } else {
+                fprintf(stderr, "convgrad-bench: --dtype is fp32, fp16 or both, not '%s'\n", v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--layers")) {
+            NEED_VALUE();
+            char buf[1024];
+            snprintf(buf, sizeof buf, "%s", v);
+            o->nlayers = 0;
+            if (!strcmp(buf, "all")) {
+                for (int l = 0; l < NLAYERS; ++l)
+                    o->layers[o->nlayers++] = l;
+                continue;
+            }
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                int l = find_layer(tok);
+                if (l < 0) {
+                    fprintf(stderr, "convgrad-bench: no layer '%s' (--list shows the set)\n", tok);
+                    return -1;
+                }
+                int dup = 0;
+                for (int k = 0; k < o->nlayers; ++k)
+                    dup |= o->layers[k] == l;
+                if (!dup)
+                    o->layers[o->nlayers++] = l;
+            }
+            if (!o->nlayers) {
+                fprintf(stderr, "convgrad-bench: --layers is empty\n");
+                return -1;
+            }
+        } else if (!strcmp(a, "--masks")) {
+            NEED_VALUE();
+            char buf[1024];
+            snprintf(buf, sizeof buf, "%s", v);
+            o->nmasks = 0;
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                if (parse_int(tok, &n) || n == 0) {
+                    fprintf(stderr, "convgrad-bench: '%s' is not a non-zero 32-bit core mask\n", tok);
+                    return -1;
+                }
+                if (o->nmasks == 32) {
+                    fprintf(stderr, "convgrad-bench: at most 32 masks\n");
+                    return -1;
+                }
+                o->masks[o->nmasks++] = (int)(uint32_t)n;
+            }
+            if (!o->nmasks) {
+                fprintf(stderr, "convgrad-bench: --masks is empty\n");
+                return -1;
+            }
+        } else {
+            fprintf(stderr, "convgrad-bench: unknown option '%s' (--help lists them)\n", a);
+            return -1;
+        }
+#undef NEED_VALUE
+    }
+    if (o->reps < 0)
+        o->reps = o->quick ? QUICK_REPS : DEFAULT_REPS;
+    if (o->warmup < 0)
+        o->warmup = o->quick ? QUICK_WARMUP : DEFAULT_WARMUP;
+    if (!o->nmasks) {
+        int k = bench_cpu_count();
+        if (k > 32)
+            k = 32;
+        for (int c = 1; c <= k; ++c)
+            o->masks[o->nmasks++] = (int)(c == 32 ? 0xFFFFFFFFu : ((1u << c) - 1u));
+    }
+    return 0;
+}
+
+/* ---- shapes, data, the sampled reference ------------------------------------ */
+
+bench_shape shape_of(const bench_layer *L)
+{
+    bench_shape s;
+    s.n = L->n;
+    s.h = L->h;
+    s.w = L->w;
+    s.cin = L->cin;
+    s.cout = L->cout;
+    s.kh = L->kh;
+    s.kw = L->kw;
+    s.stride = L->stride;
+    s.pad = L->pad;
+    s.dil = L->dil;
+    s.group = L->group;
+    s.oh = (s.h + 2 * s.pad - s.dil * (s.kh - 1) - 1) / s.stride + 1;
+    s.ow = (s.w + 2 * s.pad - s.dil * (s.kw - 1) - 1) / s.stride + 1;
+    s.pad_d = (s.oh - 1) * s.stride + s.dil * (s.kh - 1) + 1 - s.h - s.pad;
+    s.pad_r = (s.ow - 1) * s.stride + s.dil * (s.kw - 1) + 1 - s.w - s.pad;
+    return s;
+}
+
+static ConvParameter param_of(const bench_shape *s)
+{
+    ConvParameter p;
+    memset(&p, 0, sizeof p);
+    p.output_batch_ = p.input_batch_ = s->n;
+    p.input_h_ = s->h;
+    p.input_w_ = s->w;
+    p.output_h_ = s->oh;
+    p.output_w_ = s->ow;
+    p.input_channel_ = s->cin;
+    p.output_channel_ = s->cout;
+    p.kernel_h_ = s->kh;
+    p.kernel_w_ = s->kw;
+    p.group_ = s->group;
+    p.pad_l_ = p.pad_u_ = p.pad_r_ = p.pad_d_ = s->pad;
+    p.dilation_h_ = p.dilation_w_ = s->dil;
+    p.stride_h_ = p.stride_w_ = s->stride;
+    p.buffer_size_ = cg_grad_filter_min_buffer_size(&p, sizeof(float));
+    return p;
+}
+
+double layer_flops(const bench_shape *s)
+{
+    return 2.0 * s->n * s->oh * s->ow * (double)s->cout * s->kh * s->kw * (s->cin / s->group);
+}
+
+static size_t dw_elems(const bench_shape *s)
+{
+    return (size_t)s->cout * s->kh * s->kw * (size_t)(s->cin / s->group);
+}
+
+/* Multiples of 1/8 in [-1, 1]: exact in binary16 too. */
+static void fill(float *v, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        v[i] = (float)((int)(rng_next() % 17) - 8) / 8.0f;
+}
+
+/* dw element e, summed exactly in double; *abs_out gets the sum of |terms|. */
+static double exact_elem(const bench_shape *s, const float *x, const float *dy, size_t e,
+                         double *abs_out)
+{
+    const int cip = s->cin / s->group, cop = s->cout / s->group;
+    const size_t row = (size_t)s->kh * s->kw * cip;
+    const int co = (int)(e / row);
+    const size_t rem = e % row;
+    const int kh = (int)(rem / ((size_t)s->kw * cip));
+    const int kw = (int)((rem / cip) % s->kw);
+    const int ci = (int)(rem % cip);
+    const int g = co / cop;
+    const int cx = g * cip + ci;
+    double sum = 0, abs_sum = 0;
+    for (int n = 0; n < s->n; ++n)
+        for (int oh = 0; oh < s->oh; ++oh) {
+            const int iy = oh * s->stride + kh * s->dil - s->pad;
+            if (iy < 0 || iy >= s->h)
+                continue;
+            for (int ow = 0; ow < s->ow; ++ow) {
+                const int ix = ow * s->stride + kw * s->dil - s->pad;
+                if (ix < 0 || ix >= s->w)
+                    continue;
+                const double t = (double)dy[(((size_t)n * s->oh + oh) * s->ow + ow) * s->cout + co] *
+                                 (double)x[(((size_t)n * s->h + iy) * s->w + ix) * s->cin + cx];
+                sum += t;
+                abs_sum += fabs(t);
+            }
+        }
+    *abs_out = abs_sum;
+    return sum;
+}
+
+/* The expected values: sampled elements always; every element when full != NULL. */
+typedef struct expected {
+    size_t idx[NSAMPLES + 2];
+    double val[NSAMPLES + 2], abs[NSAMPLES + 2];
+    int nsamples;
+    double *full, *full_abs; /* dw_elems each, or NULL */
+} expected;
+
+/* ---- checks ----------------------------------------------------------------- */
+
+typedef struct check {
+    long checked, bad;
+    double worst; /* max |got - want| / tol */
+    size_t worst_i;
+    double worst_got, worst_want;
+    char what[64];
+} check;
+
+static void check_one(check *c, size_t i, double got, double want, double tol)
+{
+    double err = fabs(got - want);
+    double r = err / tol;
+    if (!(err <= tol))
+        c->bad++;
+    if (!(r <= c->worst) || isnan(got)) {
+        c->worst = isnan(got) ? INFINITY : r;
+        c->worst_i = i;
+        c->worst_got = got;
+        c->worst_want = want;
+    }
+    c->checked++;
+}
+
+static double tol_fp32(double abs_sum)
+{
+    return ldexp(abs_sum, -22) + 1e-30;
+}
+
+static double tol_fp16(double want, double abs_sum)
+{
+    return ldexp(fabs(want), -11) * 1.0001 + ldexp(abs_sum, -22) + ldexp(1.0, -24);
+}
+
+static float half_at(const void *buf, size_t i)
+{
+    return ref_half_to_float(ref_half_load(buf, i));
+}
+
+static void check_against_reference(check *c, const expected *ex, size_t elems, const void *out,
+                                    int is_half)
+{
+    if (ex->full) {
+        snprintf(c->what, sizeof c->what, "reference, all %zu", elems);
+        for (size_t i = 0; i < elems; ++i) {
+            double got = is_half ? half_at(out, i) : ((const float *)out)[i];
+            double tol = is_half ? tol_fp16(ex->full[i], ex->full_abs[i]) : tol_fp32(ex->full_abs[i]);
+            check_one(c, i, got, ex->full[i], tol);
+        }
+    } else {
+        snprintf(c->what, sizeof c->what, "reference, %d sampled", ex->nsamples);
+    }
+    for (int k = 0; k < ex->nsamples; ++k) {
+        size_t i = ex->idx[k];
+        double got = is_half ? half_at(out, i) : ((const float *)out)[i];
+        double tol = is_half ? tol_fp16(ex->val[k], ex->abs[k]) : tol_fp32(ex->abs[k]);
+        check_one(c, i, got, ex->val[k], tol);
+    }
+}
+
+/* ---- runners: one implementation on one mask ----------------------------------- */
+
+typedef struct runner {
+    int impl, dtype, mask, cores;
+    double *t, *t_reorder;
+    int nt;
+    void *out; /* convgrad (fp32 or fp16) and baseline results */
+    size_t out_bytes;
+    void *ws; /* convgrad workspace */
+    size_t ws_bytes;
+    size_t scratch_bytes; /* library's own scratch per core, when it says */
+    onednn_conv *dnn;
+    int max_reps; /* a slow peer is timed in the first max_reps rounds only */
+    int call_failures;
+    char failure[160];
+    check chk, chk_peer; /* against the reference; oneDNN also against convgrad */
+    int has_peer_check;
+    float *dnn_ohwi; /* oneDNN's result in OHWI, for the checks */
+} runner;
+
+typedef struct layer_ctx {
+    const bench_layer *L;
+    bench_shape s;
+    ConvParameter p;
+    float *x, *dy, *col;
+    float16 *x16, *dy16;
+    double flops;
+} layer_ctx;
+
+/* Runs r once; returns the seconds of the timed part, < 0 on failure. */
+static double run_once(runner *r, layer_ctx *c)
+{
+    double t0, dt;
+    switch (r->impl) {
+    case IMPL_CONVGRAD: {
+        memset(r->out, 0, r->out_bytes);
+        c->p.workspace_ = r->ws;
+        cg_status st;
+        if (r->dtype == DT_FP32) {
+            t0 = bench_now();
+            fp_conv_grad_filter_s(c->dy, c->x, (float *)r->out, NULL, &c->p, r->mask);
+            dt = bench_now() - t0;
+        } else {
+            t0 = bench_now();
+            hp_conv_grad_filter_s(c->dy16, c->x16, (float16 *)r->out, NULL, &c->p, r->mask);
+            dt = bench_now() - t0;
+        }
+        st = cg_last_status();
+        if (st != CG_OK) {
+            if (!r->call_failures++)
+                snprintf(r->failure, sizeof r->failure, "status %d: %s", (int)st,
+                         cg_status_message(st));
+            return -1;
+        }
+        return dt;
+    }
+    case IMPL_ONEDNN:
+        onednn_set_threads(r->cores);
+        t0 = bench_now();
+        if (onednn_execute(r->dnn) != 0) {
+            if (!r->call_failures++)
+                snprintf(r->failure, sizeof r->failure, "oneDNN execution failed");
+            return -1;
+        }
+        return bench_now() - t0;
+    default:
+        bench_blas_threads(r->cores);
+        t0 = bench_now();
+        baseline_run(&c->s, c->x, c->dy, (float *)r->out, c->col);
+        dt = bench_now() - t0;
+        bench_blas_threads(1);
+        return dt;
+    }
+}
+
+/* ---- results ------------------------------------------------------------------ */
+
+
+int g_reps_asked;
+result *g_results;
+int g_nresults;
+static int g_cap_results;
+
+static result *add_result(void)
+{
+    if (g_nresults == g_cap_results) {
+        g_cap_results = g_cap_results ? 2 * g_cap_results : 64;
+        g_results = realloc(g_results, sizeof *g_results * (size_t)g_cap_results);
+        if (!g_results)
+            exit(3);
+    }
+    result *r = &g_results[g_nresults++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+const result *find_result(int layer, int impl, int dtype, int cores)
+{
+    for (int i = 0; i < g_nresults; ++i) {
+        const result *r = &g_results[i];
+        if (r->layer == layer && r->impl == impl && r->dtype == dtype && r->cores == cores &&
+            r->median_ms > 0)
+            return r;
+    }
+    return NULL;
+}
+
+/* ---- the machine's limits -------------------------------------------------------- */
+
+
+limits g_lim;
+
+/* FMA limit for a run on `cores` cores (the measured figure at min(cores, CPUs) threads). */
+double fma_limit_for(int cores)
+{
+    int t = cores < bench_cpu_count() ? cores : bench_cpu_count();
+    for (int i = 0; i < g_lim.n; ++i)
+        if (g_lim.threads[i] == t)
+            return g_lim.fma[i];
+    return 0;
+}
+
+static double sgemm_limit_for(int cores)
+{
+    int t = cores < bench_cpu_count() ? cores : bench_cpu_count();
+    for (int i = 0; i < g_lim.n; ++i)
+        if (g_lim.threads[i] == t)
+            return g_lim.sgemm[i];
+    return 0;
+}
+
+/* ---- the run-time estimate (a model, refined by what the run measures) ------------ */
+
+static int is_dense(const bench_layer *L)
+{
+    return L->group == 1;
+}
+
+static double guess_seconds(const bench_layer *L, int impl, int cores)
+{
+    bench_shape s = shape_of(L);
+    double f = layer_flops(&s);
+    double fma = fma_limit_for(cores), blas = sgemm_limit_for(cores);
+    if (fma <= 0)
+        fma = 50.0 * cores;
+    if (blas <= 0)
+        blas = 25.0 * cores;
+    switch (impl) {
+    case IMPL_CONVGRAD:
+    case IMPL_ONEDNN:
+        return f / (1e9 * (is_dense(L) ? 0.5 * fma : 0.06 * fma));
+    default: {
+        double col = (double)baseline_col_bytes(&s);
+        double gemm = is_dense(L) ? f / (1e9 * 0.8 * blas) : f / (1e9 * 0.5);
+        return col / 3e9 + gemm;
+    }
+    }
+}
+
+/* ---- one layer ---------------------------------------------------------------------- */
+
+typedef struct run_state {
+    const options *o;
+    double t_start;
+    double est_total, est_done; /* model seconds */
+    double real_done;           /* seconds spent in finished layers */
+    int layer_pos;
+    int failures;
+} run_state;
+
+static void run_layer(run_state *st, int li)
+{
+    const options *o = st->o;
+    layer_ctx c;
+    memset(&c, 0, sizeof c);
+    c.L = &bench_layers[li];
+    c.s = shape_of(c.L);
+    c.p = param_of(&c.s);
+    c.flops = layer_flops(&c.s);
+    const size_t nx = (size_t)c.s.n * c.s.h * c.s.w * c.s.cin;
+    const size_t ndy = (size_t)c.s.n * c.s.oh * c.s.ow * c.s.cout;
+    const size_t ndw = dw_elems(&c.s);
+    const double t_layer0 = bench_now();
+
+    progress("[%d/%d] %s: preparing data and the reference", st->layer_pos + 1, o->nlayers,
+             c.L->name);
+    rng_state = 0x9E3779B97F4A7C15ull ^ ((uint64_t)(li + 1) * 0x100000001B3ull);
+    c.x = xalloc(nx * sizeof(float));
+    c.dy = xalloc(ndy * sizeof(float));
+    fill(c.x, nx);
+    fill(c.dy, ndy);
+    if (o->fp16) {
+        c.x16 = xalloc(nx * sizeof(float16));
+        c.dy16 = xalloc(ndy * sizeof(float16));
+        for (size_t i = 0; i < nx; ++i)
+            ref_half_store(c.x16, i, ref_float_to_half(c.x[i]));
+        for (size_t i = 0; i < ndy; ++i)
+            ref_half_store(c.dy16, i, ref_float_to_half(c.dy[i]));
+    }
+
+    /* the expected values */
+    expected ex;
+    memset(&ex, 0, sizeof ex);
+    ex.idx[ex.nsamples++] = 0;
+    ex.idx[ex.nsamples++] = ndw - 1;
+    for (int k = 0; k < NSAMPLES; ++k)
+        ex.idx[ex.nsamples++] = (size_t)(rng_next() % ndw);
+    for (int k = 0; k < ex.nsamples; ++k)
+        ex.val[k] = exact_elem(&c.s, c.x, c.dy, ex.idx[k], &ex.abs[k]);
+    if (c.flops / 2 <= FULL_REF_MACS) {
+        double *xd = xalloc(nx * sizeof(double)), *dyd = xalloc(ndy * sizeof(double));
+        ref_float_to_double(c.x, xd, nx);
+        ref_float_to_double(c.dy, dyd, ndy);
+        ex.full = xalloc(ndw * sizeof(double));
+        ex.full_abs = xalloc(ndw * sizeof(double));
+        ref_grad_filter(&c.p, dyd, xd, ex.full, ex.full_abs);
+        free(xd);
+        free(dyd);
+    }
+
+    /* the runners */
+    runner rs[3 * 2 * 32];
+    int nr = 0;
+    char dnn_err[200] = "";
+    int any_baseline = 0;
+    for (int impl = 0; impl < NIMPL; ++impl)
+        for (int dt = DT_FP32; dt <= DT_FP16; ++dt) {
+            if ((dt == DT_FP32 && !o->fp32) || (dt == DT_FP16 && !o->fp16))
+                continue;
+            if (impl != IMPL_CONVGRAD && dt == DT_FP16)
+                continue; /* peers are fp32 only */
+            if (impl == IMPL_ONEDNN && !onednn_available())
+                continue;
+            for (int m = 0; m < o->nmasks; ++m) {
+                runner *r = &rs[nr];
+                memset(r, 0, sizeof *r);
+                r->impl = impl;
+                r->dtype = dt;
+                r->mask = o->masks[m];
+                r->cores = GetCoreNum(r->mask);
+                r->max_reps = 0; /* decided after its first run */
+                r->t = calloc((size_t)o->reps, sizeof(double));
+                r->t_reorder = calloc((size_t)o->reps, sizeof(double));
+                if (impl == IMPL_CONVGRAD) {
+                    r->out_bytes = ndw * (dt == DT_FP32 ? sizeof(float) : sizeof(float16));
+                    r->out = xalloc(r->out_bytes);
+                    r->ws_bytes = cg_grad_filter_workspace_bytes(
+                        &c.p, r->mask, dt == DT_FP32 ? sizeof(float) : sizeof(float16));
+                    r->ws = xalloc(r->ws_bytes ? r->ws_bytes : 64);
+#ifdef CG_BENCH_HAVE_SCRATCH_BYTES
+                    r->scratch_bytes = cg_grad_filter_scratch_bytes(&c.p, r->mask);
+#endif
+                } else if (impl == IMPL_ONEDNN) {
+                    r->dnn = onednn_create(&c.s, r->cores, c.x, c.dy, dnn_err, sizeof dnn_err);
+                    if (!r->dnn) {
+                        free(r->t);
+                        free(r->t_reorder);
+                        continue;
+                    }
+                    r->dnn_ohwi = xalloc(ndw * sizeof(float));
+                    memset(r->dnn_ohwi, 0, ndw * sizeof(float));
+                } else {
+                    r->out_bytes = ndw * sizeof(float);
+                    r->out = xalloc(r->out_bytes);
+                    any_baseline = 1;
+                }
+                nr++;
+            }
+        }
+    if (any_baseline)
+        c.col = xalloc(baseline_col_bytes(&c.s));
+    if (dnn_err[0])
+        say("  !! oneDNN primitive for %s not created: %s\n", c.L->name, dnn_err);
+
+    /* warm-up, then the interleaved rounds */
+    const int total = o->warmup + o->reps;
+    double est_layer = 0;
+    for (int i = 0; i < nr; ++i)
+        est_layer += guess_seconds(c.L, rs[i].impl, rs[i].cores) * (rs[i].dtype == DT_FP16 ? 1.2 : 1);
+    for (int round = 0; round < total; ++round) {
+        const int timed = round >= o->warmup;
+        for (int k = 0; k < nr; ++k) {
+            runner *r = &rs[(k + round) % nr];
+            if (timed && r->max_reps && r->nt >= r->max_reps)
+                continue;
+            {
+                double elapsed = bench_now() - st->t_start;
+                double frac = (double)(round * nr + k) / (double)(total * nr);
+                double done_model = st->est_done + est_layer * total * frac;
+                double scale = done_model > 0 && elapsed > 5 ? elapsed / done_model : 1.0;
+                double eta = (st->est_total - done_model) * scale;
+                char e1[16], e2[16];
+                fmt_duration(e1, sizeof e1, elapsed);
+                fmt_duration(e2, sizeof e2, eta);
+                progress("[%d/%d] %-14s %-13s %2d core%s  %s %d/%d   elapsed %s  ETA ~%s",
+                         st->layer_pos + 1, o->nlayers, c.L->name, impl_label(r->impl, r->dtype),
+                         r->cores, r->cores == 1 ? " " : "s", timed ? "round" : "warm-up",
+                         timed ? round - o->warmup + 1 : round + 1, timed ? o->reps : o->warmup, e1,
+                         e2);
+            }
+            double dt = run_once(r, &c);
+            if (timed && dt >= 0)
+                r->t[r->nt++] = dt;
+            if (!r->max_reps && dt >= 0) {
+                /* at most ~SLOW_BUDGET_S of timed runs each (3 at least): the
+                 * im2col baseline of a depthwise layer takes seconds a run */
+                int cap = (int)(SLOW_BUDGET_S / dt);
+                r->max_reps = cap < 3 ? 3 : cap;
+                if (r->max_reps > o->reps)
+                    r->max_reps = o->reps;
+            }
+            if (r->impl != IMPL_CONVGRAD && r->cores > 1 && o->settle_ms > 0)
+                bench_sleep_ms(o->settle_ms);
+        }
+    }
+    /* oneDNN's conversion to OHWI: timed on its own, after the rounds */
+    for (int i = 0; i < nr; ++i) {
+        runner *r = &rs[i];
+        if (r->impl != IMPL_ONEDNN)
+            continue;
+        int n = o->reps < 5 ? o->reps : 5;
+        for (int k = 0; k < n; ++k) {
+            onednn_set_threads(r->cores);
+            r->t_reorder[k] = onednn_to_ohwi(r->dnn, r->dnn_ohwi);
+        }
+        if (r->cores > 1 && o->settle_ms > 0)
+            bench_sleep_ms(o->settle_ms);
+    }
+
+    /* checks: every runner's last result */
+    progress("[%d/%d] %s: checking", st->layer_pos + 1, o->nlayers, c.L->name);
+    for (int i = 0; i < nr; ++i) {
+        runner *r = &rs[i];
+        if (r->impl == IMPL_ONEDNN) {
+            check_against_reference(&r->chk, &ex, ndw, r->dnn_ohwi, 0);
+            /* against convgrad fp32 on the same mask, every element */
+            for (int j = 0; j < nr; ++j) {
+                runner *q = &rs[j];
+                if (q->impl == IMPL_CONVGRAD && q->dtype == DT_FP32 && q->mask == r->mask) {
+                    r->has_peer_check = 1;
+                    const float *a = r->dnn_ohwi, *b = q->out;
+                    for (size_t e = 0; e < ndw; ++e)
+                        check_one(&r->chk_peer, e, a[e], b[e],
+                                  1e-6 * (fabs(a[e]) + fabs(b[e])) + 1e-6);
+                }
+            }
+        } else {
+            check_against_reference(&r->chk, &ex, ndw, r->out, r->dtype == DT_FP16);
+        }
+    }
+
+    /* results */
+    for (int i = 0; i < nr; ++i) {
+        runner *r = &rs[i];
+        result *res = add_result();
+        res->layer = li;
+        res->impl = r->impl;
+        res->dtype = r->dtype;
+        res->mask = r->mask;
+        res->cores = r->cores;
+        res->reps = r->nt;
+        res->ws_bytes = r->ws_bytes;
+        res->scratch_bytes = r->scratch_bytes;
+        if (r->nt > 0) {
+            double mn = r->t[0], mx = r->t[0];
+            for (int k = 0; k < r->nt; ++k) {
+                mn = r->t[k] < mn ? r->t[k] : mn;
+                mx = r->t[k] > mx ? r->t[k] : mx;
+            }
+            res->median_ms = bench_median(r->t, r->nt) * 1e3;
+            res->min_ms = mn * 1e3;
+            res->max_ms = mx * 1e3;
+            res->gflops = c.flops / (res->median_ms * 1e-3) * 1e-9;
+        }
+        if (r->impl == IMPL_ONEDNN) {
+            int n = o->reps < 5 ? o->reps : 5;
+            res->reorder_ms = bench_median(r->t_reorder, n) * 1e3;
+            snprintf(res->dnn_impl, sizeof res->dnn_impl, "%s (%s weights)", onednn_impl(r->dnn),
+                     onednn_wformat(r->dnn));
+        }
+        int ok = r->call_failures == 0 && r->nt > 0 && r->nt == r->max_reps && r->chk.bad == 0 &&
+                 r->chk_peer.bad == 0 && r->chk.checked > 0;
+        res->ok = ok;
+        res->worst = r->chk.worst > r->chk_peer.worst ? r->chk.worst : r->chk_peer.worst;
+        snprintf(res->check_desc, sizeof res->check_desc, "%s: %ld/%ld bad, worst %.3g tol%s",
+                 r->chk.what, r->chk.bad, r->chk.checked, r->chk.worst,
+                 r->has_peer_check ? "; vs convgrad all" : "");
+        if (!ok) {
+            st->failures++;
+            say("  !! CHECK FAILED: %s %s on mask 0x%x (%d cores)\n", c.L->name,
+                impl_label(r->impl, r->dtype), (unsigned)r->mask, r->cores);
+            if (r->call_failures)
+                say("  !!   %d failed calls; first: %s\n", r->call_failures, r->failure);
+            if (r->chk.bad || r->chk.checked == 0)
+                say("  !!   %s: %ld of %ld elements out of tolerance; worst dw[%zu] = %.9g, want "
+                    "%.9g (%.3g x tol)\n",
+                    r->chk.what, r->chk.bad, r->chk.checked, r->chk.worst_i, r->chk.worst_got,
+                    r->chk.worst_want, r->chk.worst);
+            if (r->chk_peer.bad)
+                say("  !!   vs convgrad: %ld of %ld elements differ; worst dw[%zu] = %.9g, "
+                    "convgrad %.9g\n",
+                    r->chk_peer.bad, r->chk_peer.checked, r->chk_peer.worst_i,
+                    r->chk_peer.worst_got, r->chk_peer.worst_want);
+        }
+    }
+
+    print_rows_for_layer(li);
+
+    for (int i = 0; i < nr; ++i) {
+        runner *r = &rs[i];
+        free(r->t);
+        free(r->t_reorder);
+        free(r->out);
+        free(r->ws);
+        free(r->dnn_ohwi);
+        onednn_destroy(r->dnn);
+    }
+    free(c.col);
+    free(c.x);
+    free(c.dy);
+    free(c.x16);
+    free(c.dy16);
+    free(ex.full);
+    free(ex.full_abs);
+    st->est_done += est_layer * total;
+    st->real_done += bench_now() - t_layer0;
+}
+
+/* ---- main ------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    options o;
+    if (parse_options(argc, argv, &o) != 0)
+        return 2;
+    g_progress_tty = isatty(2);
+    g_reps_asked = o.reps;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (mkdir_p(o.out_dir) != 0) {
+        fprintf(stderr, "convgrad-bench: cannot create %s: %s\n", o.out_dir, strerror(errno));
+        return 2;
+    }
+    {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/summary.txt", o.out_dir);
+        g_summary = fopen(path, "w");
+    }
+    const double t_start = bench_now();
+    const int ncpu = bench_cpu_count();
+    const double load0 = load_average();
+    char model[256];
+    cpu_model(model, sizeof model);
+
+    say("convgrad-bench: filter gradient, fp_/hp_conv_grad_filter_s in host mode, against its "
+        "peers\n");
+    say("machine: %s, %d CPUs; load average at start %.2f\n", model, ncpu, load0);
+    if (load0 > 0.5 * ncpu)
+        say("  !! the machine is busy (load %.2f on %d CPUs): other processes share the CPUs, "
+            "figures will be low and noisy\n",
+            load0, ncpu);
+    {
+        const char *ct = getenv("OPENBLAS_CORETYPE");
+        const char *l2 = getenv("OPENBLAS_L2_SIZE");
+        say("OpenBLAS: %s; core %s; OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s (left as set)\n",
+            openblas_get_config(), openblas_get_corename(), ct ? ct : "(unset)",
+            l2 ? l2 : "(unset)");
+    }
+    say("%s\n", onednn_describe());
+    if (onednn_available())
+        say("  oneDNN's diff_weights layout is its own choice (format any): asked for OHWI it falls "
+            "back to ref:any; the reorder to OHWI is timed apart (CSV) and not in its median\n");
+    say("layers:");
+    for (int i = 0; i < o.nlayers; ++i)
+        say(" %s", bench_layers[o.layers[i]].name);
+    say("\nmasks:");
+    for (int i = 0; i < o.nmasks; ++i)
+        say(" 0x%x", (unsigned)o.masks[i]);
+    say("; dtype: %s; %d warm-up + %d timed rounds (interleaved), medians%s\n",
+        o.fp32 && o.fp16 ? "fp32 and fp16" : o.fp32 ? "fp32" : "fp16", o.warmup, o.reps,
+        o.quick ? "; --quick" : "");
+    say("output: %s\n", o.out_dir);
+
+    /* launch and barrier costs, first, while nothing else has threads */
+    progress("measuring launch and barrier costs");
+    overhead_result ov[2];
+    int nov = 0;
+    ov[nov++] = bench_overhead(0x3, o.quick);
+    ov[nov++] = bench_overhead((int)0xFFFFFFFFu, o.quick);
+    say("\nLaunch and barrier costs (medians):\n");
+    for (int i = 0; i < nov; ++i)
+        say("  %2d emulated cores (mask 0x%08x): core_mask_launch of an empty entry %8.2f us; "
+            "one sys_bar round %8.2f us%s\n",
+            ov[i].cores, (unsigned)ov[i].mask, ov[i].launch_us, ov[i].bar_us,
+            ov[i].ok ? "" : "  (A LAUNCH FAILED)");
+
+    /* the machine's limits at every thread count the run uses (1 always) */
+    {
+        int want[33], nw = 0;
+        want[nw++] = 1;
+        for (int i = 0; i < o.nmasks; ++i) {
+            int t = GetCoreNum(o.masks[i]);
+            if (t > ncpu)
+                t = ncpu;
+            int seen = 0;
+            for (int k = 0; k < nw; ++k)
+                seen |= want[k] == t;
+            if (!seen)
+                want[nw++] = t;
+        }
+        g_lim.sgemm_n = o.quick ? 768 : 4096;
+        say("\nThe machine's limits (best of several runs):\n");
+        for (int k = 0; k < nw; ++k) {
+            progress("measuring the machine's limits: FMA loop, %d thread%s", want[k],
+                     want[k] == 1 ? "" : "s");
+            fma_result fr = bench_fma_limit(want[k], o.quick);
+            double avx2 = bench_fma_avx2(want[k], o.quick);
+            progress("measuring the machine's limits: OpenBLAS sgemm %d^3, %d thread%s",
+                     g_lim.sgemm_n, want[k], want[k] == 1 ? "" : "s");
+            double sg = bench_sgemm_limit(g_lim.sgemm_n, want[k], o.quick ? 2 : 3);
+            if (want[k] > 1)
+                bench_sleep_ms(o.settle_ms);
+            g_lim.threads[g_lim.n] = want[k];
+            g_lim.fma[g_lim.n] = fr.gflops;
+            g_lim.fma_avx2[g_lim.n] = avx2;
+            g_lim.sgemm[g_lim.n] = sg;
+            g_lim.fma_isa = fr.isa;
+            g_lim.n++;
+            say("  %2d thread%s: FMA loop (%s) %8.1f GFLOP/s; AVX2 FMA loop %8.1f; OpenBLAS "
+                "sgemm %d^3 %8.1f GFLOP/s (%.0f%% of the FMA limit)\n",
+                want[k], want[k] == 1 ? " " : "s", fr.isa, fr.gflops, avx2, g_lim.sgemm_n, sg,
+                fr.gflops > 0 ? 100.0 * sg / fr.gflops : 0.0);
+        }
+        char path[4096];
+        snprintf(path, sizeof path, "%s/limits.csv", o.out_dir);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "measure,threads,isa,gflops\n");
+            for (int k = 0; k < g_lim.n; ++k) {
+                fprintf(f, "fma_loop,%d,%s,%.3f\n", g_lim.threads[k], g_lim.fma_isa, g_lim.fma[k]);
+                fprintf(f, "fma_loop_avx2,%d,avx2+fma,%.3f\n", g_lim.threads[k], g_lim.fma_avx2[k]);
+                fprintf(f, "openblas_sgemm_%d,%d,,%.3f\n", g_lim.sgemm_n, g_lim.threads[k],
+                        g_lim.sgemm[k]);
+            }
+            fclose(f);
+        }
+        snprintf(path, sizeof path, "%s/overhead.csv", o.out_dir);
+        f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "mask,cores,launch_empty_us,sys_bar_round_us,launches,rounds,ok\n");
+            for (int i = 0; i < nov; ++i)
+                fprintf(f, "0x%x,%d,%.3f,%.3f,%d,%d,%d\n", (unsigned)ov[i].mask, ov[i].cores,
+                        ov[i].launch_us, ov[i].bar_us, ov[i].launches, ov[i].rounds, ov[i].ok);
+            fclose(f);
+        }
+    }
+
+    /* the estimate */
+    run_state st;
+    memset(&st, 0, sizeof st);
+    st.o = &o;
+    st.t_start = bench_now();
+    for (int i = 0; i < o.nlayers; ++i) {
+        const bench_layer *L = &bench_layers[o.layers[i]];
+        for (int m = 0; m < o.nmasks; ++m) {
+            int c = GetCoreNum(o.masks[m]);
+            double per = 0;
+            if (o.fp32)
+                per += guess_seconds(L, IMPL_CONVGRAD, c);
+            if (o.fp16)
+                per += 1.2 * guess_seconds(L, IMPL_CONVGRAD, c);
+            if (o.fp32) {
+                if (onednn_available())
+                    per += guess_seconds(L, IMPL_ONEDNN, c) + (c > 1 ? o.settle_ms * 1e-3 : 0);
+                per += guess_seconds(L, IMPL_BASELINE, c) + (c > 1 ? o.settle_ms * 1e-3 : 0);
+            }
+            st.est_total += per * (o.warmup + o.reps);
+        }
+    }
+    {
+        char e[16];
+        fmt_duration(e, sizeof e, st.est_total * 1.15 + 2.0 * o.nlayers);
+        say("\nEstimated time for the layers: ~%s (min:s) with %d rounds (--reps to change)\n", e,
+            o.reps);
+    }
+
+    /* the layers */
+    say("\n");
+    print_table_header();
+    for (int i = 0; i < o.nlayers; ++i) {
+        st.layer_pos = i;
+        run_layer(&st, o.layers[i]);
+    }
+    progress_clear();
+    say("(%%FMA: GFLOP/s over the FMA loop's limit at the same number of cores; vs oneDNN: "
+        "oneDNN's median time over this row's (>1 = faster than oneDNN, same cores); x1core: "
+        "the same implementation's 1-core median over this row's)\n");
+
+    /* oneDNN's implementations and the fp16 note */
+    if (onednn_available()) {
+        say("\noneDNN implementation per layer (max cores) and its reorder to OHWI (not timed "
+            "above):\n");
+        const int K = max_cores_measured();
+        for (int i = 0; i < o.nlayers; ++i) {
+            const result *d = find_result(o.layers[i], IMPL_ONEDNN, DT_FP32, K);
+            if (d)
+                say("  %-15s %-36s reorder to OHWI %.3f ms\n", bench_layers[o.layers[i]].name,
+                    d->dnn_impl, d->reorder_ms);
+        }
+        if (o.fp16) {
+            bench_shape s = shape_of(&bench_layers[o.layers[0]]);
+            say("  fp16: %s (%s); convgrad-fp16 rows compare with oneDNN fp32\n",
+                onednn_fp16_note(&s), bench_layers[o.layers[0]].name);
+        }
+    } else if (o.fp16) {
+        say("\nfp16: no oneDNN peer; convgrad-fp16 rows are compared with convgrad fp32\n");
+    }
+    if (o.fp16)
+        say("im2col+BLAS is fp32 only (OpenBLAS has no fp16 sgemm).\n");
+
+    /* memory per layer */
+    say("\nMemory per layer: the caller's workspace (cg_grad_filter_workspace_bytes)%s\n",
+#ifdef CG_BENCH_HAVE_SCRATCH_BYTES
+        " and the library's own scratch per core (cg_grad_filter_scratch_bytes)"
+#else
+        "; the library declares no cg_grad_filter_scratch_bytes, so its own scratch is not shown"
+#endif
+    );
+    say("  %-15s %12s", "layer", "dw bytes");
+    for (int m = 0; m < o.nmasks; ++m) {
+        char h[32];
+        snprintf(h, sizeof h, "ws %dc", GetCoreNum(o.masks[m]));
+        say(" %12s", h);
+#ifdef CG_BENCH_HAVE_SCRATCH_BYTES
+        snprintf(h, sizeof h, "scratch/core %dc", GetCoreNum(o.masks[m]));
+        say(" %16s", h);
+#endif
+    }
+    say("\n");
+    for (int i = 0; i < o.nlayers; ++i) {
+        bench_shape s = shape_of(&bench_layers[o.layers[i]]);
+        ConvParameter p = param_of(&s);
+        say("  %-15s %12zu", bench_layers[o.layers[i]].name, dw_elems(&s) * sizeof(float));
+        for (int m = 0; m < o.nmasks; ++m) {
+            say(" %12zu", cg_grad_filter_workspace_bytes(&p, o.masks[m], sizeof(float)));
+#ifdef CG_BENCH_HAVE_SCRATCH_BYTES
+            say(" %16zu", cg_grad_filter_scratch_bytes(&p, o.masks[m]));
+#endif
+        }
+        say("\n");
+    }
+
+    report_targets(ov, nov);
+
+    /* files */
+    write_csv(o.out_dir);
+    char why[256] = "";
+    int plotted = write_plots(o.out_dir, o.no_plots, why, sizeof why);
+    const double load1 = load_average();
+    char e[16];
+    fmt_duration(e, sizeof e, bench_now() - t_start);
+    say("\nWrote %s/results.csv (one row per measurement), limits.csv, overhead.csv, summary.txt",
+        o.out_dir);
+    if (plotted)
+        say(",\n  plots: gflops_<N>core(s).png (GFLOP/s by layer and implementation), speedup.png\n");
+    else
+        say("\n  plots skipped: %s\n", why);
+    say("Total time %s (min:s); load average at end %.2f\n", e, load1);
+    if (load1 > 0.5 * ncpu)
+        say("  !! the machine was busy during the run (load %.2f on %d CPUs)\n", load1, ncpu);
+    if (st.failures) {
+        say("\n!! %d CHECK FAILURE%s: see the '!!' lines above. Exit status 1.\n", st.failures,
+            st.failures == 1 ? "" : "S");
+    } else {
+        say("All %d measured results checked: ok.\n", g_nresults);
+    }
+    if (g_summary)
+        fclose(g_summary);
+    free(g_results);
+    return st.failures ? 1 : 0;
+}
