@@ -787,13 +787,30 @@ static double guess_seconds(const bench_layer *L, int impl, int cores)
     switch (impl) {
     case IMPL_CONVGRAD:
     case IMPL_ONEDNN:
-        return f / (1e9 * (is_dense(L) ? 0.5 * fma : 0.06 * fma));
+        return f / (1e9 * (is_dense(L) ? 0.75 * fma : 0.15 * fma));
     default: {
         double col = (double)baseline_col_bytes(&s);
-        double gemm = is_dense(L) ? f / (1e9 * 0.8 * blas) : f / (1e9 * 0.5);
+        double gemm = is_dense(L) ? f / (1e9 * 0.6 * blas) : f / (1e9 * 0.5);
         return col / 3e9 + gemm;
     }
     }
+}
+
+/* Model seconds of one runner over a layer: its runs (a slow one capped as the
+ * rounds cap it) and the pauses after a multi-threaded peer. */
+static double est_runner(const bench_layer *L, int impl, int dtype, int cores, const options *o)
+{
+    double t = guess_seconds(L, impl, cores) * (dtype == DT_FP16 ? 1.1 : 1.0);
+    int reps = o->reps;
+    if (t > 0) {
+        double cap = SLOW_BUDGET_S / t;
+        if (cap < 3)
+            cap = 3;
+        if (cap < reps)
+            reps = (int)cap;
+    }
+    double settle = impl != IMPL_CONVGRAD && cores > 1 ? o->settle_ms * 1e-3 : 0.0;
+    return (o->warmup + reps) * (t + settle);
 }
 
 /* ---- one layer ---------------------------------------------------------------------- */
@@ -915,7 +932,7 @@ static void run_layer(run_state *st, int li)
     const int total = o->warmup + o->reps;
     double est_layer = 0;
     for (int i = 0; i < nr; ++i)
-        est_layer += guess_seconds(c.L, rs[i].impl, rs[i].cores) * (rs[i].dtype == DT_FP16 ? 1.2 : 1);
+        est_layer += est_runner(c.L, rs[i].impl, rs[i].dtype, rs[i].cores, o);
     for (int round = 0; round < total; ++round) {
         const int timed = round >= o->warmup;
         for (int k = 0; k < nr; ++k) {
@@ -925,7 +942,7 @@ static void run_layer(run_state *st, int li)
             {
                 double elapsed = bench_now() - st->t_start;
                 double frac = (double)(round * nr + k) / (double)(total * nr);
-                double done_model = st->est_done + est_layer * total * frac;
+                double done_model = st->est_done + est_layer * frac;
                 double scale = done_model > 0 && elapsed > 5 ? elapsed / done_model : 1.0;
                 double eta = (st->est_total - done_model) * scale;
                 char e1[16], e2[16];
@@ -1036,8 +1053,9 @@ static void run_layer(run_state *st, int li)
                     r->chk.what, r->chk.bad, r->chk.checked, r->chk.worst_i, r->chk.worst_got,
                     r->chk.worst_want, r->chk.worst);
             if (r->chk_peer.bad)
-                say("  !!   vs convgrad: %ld of %ld elements differ; worst dw[%zu] = %.9g, "
-                    "convgrad %.9g\n",
+                say("  !!   oneDNN and convgrad (same mask) differ on %ld of %ld elements; worst "
+                    "dw[%zu]: oneDNN %.9g, convgrad %.9g (the reference checks say which is "
+                    "wrong)\n",
                     r->chk_peer.bad, r->chk_peer.checked, r->chk_peer.worst_i,
                     r->chk_peer.worst_got, r->chk_peer.worst_want);
         }
@@ -1061,7 +1079,7 @@ static void run_layer(run_state *st, int li)
     free(c.dy16);
     free(ex.full);
     free(ex.full_abs);
-    st->est_done += est_layer * total;
+    st->est_done += est_layer;
     st->real_done += bench_now() - t_layer0;
 }
 
@@ -1202,22 +1220,17 @@ int main(int argc, char **argv)
         const bench_layer *L = &bench_layers[o.layers[i]];
         for (int m = 0; m < o.nmasks; ++m) {
             int c = GetCoreNum(o.masks[m]);
-            double per = 0;
             if (o.fp32)
-                per += guess_seconds(L, IMPL_CONVGRAD, c);
+                st.est_total += est_runner(L, IMPL_CONVGRAD, DT_FP32, c, &o) +
+                                est_runner(L, IMPL_BASELINE, DT_FP32, c, &o) +
+                                (onednn_available() ? est_runner(L, IMPL_ONEDNN, DT_FP32, c, &o) : 0);
             if (o.fp16)
-                per += 1.2 * guess_seconds(L, IMPL_CONVGRAD, c);
-            if (o.fp32) {
-                if (onednn_available())
-                    per += guess_seconds(L, IMPL_ONEDNN, c) + (c > 1 ? o.settle_ms * 1e-3 : 0);
-                per += guess_seconds(L, IMPL_BASELINE, c) + (c > 1 ? o.settle_ms * 1e-3 : 0);
-            }
-            st.est_total += per * (o.warmup + o.reps);
+                st.est_total += est_runner(L, IMPL_CONVGRAD, DT_FP16, c, &o);
         }
     }
     {
         char e[16];
-        fmt_duration(e, sizeof e, st.est_total * 1.15 + 2.0 * o.nlayers);
+        fmt_duration(e, sizeof e, st.est_total + 1.0 * o.nlayers);
         say("\nEstimated time for the layers: ~%s (min:s) with %d rounds (--reps to change)\n", e,
             o.reps);
     }
