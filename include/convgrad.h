@@ -70,6 +70,10 @@ const char *cg_status_message(cg_status s);
  * dtype_size is 4 or 2 and does not change the result (partials are float).
  * Returns 0 for invalid parameters. */
 size_t cg_grad_filter_workspace_bytes(const ConvParameter *p, int core_mask, size_t dtype_size);
+/* The largest scratch of the library's own one core keeps for `_s` of these
+ * parameters on core_mask (fp32 or fp16, whichever needs more): allocated on
+ * a core's first call and reused, never per call. 0 if invalid. */
+size_t cg_grad_filter_scratch_bytes(const ConvParameter *p, int core_mask);
 /* Lower bound of buffer_size_: 2*(Kh*Kw*Cin/G)*dtype_size; 0 if invalid. */
 int cg_grad_filter_min_buffer_size(const ConvParameter *p, size_t dtype_size);
 

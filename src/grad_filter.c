@@ -258,6 +258,22 @@ static cg_status grad_filter_shared(const void *dy, const void *x, void *out_dw,
     return shared_core(&c, GetLogicCoreId(core_mask, id));
 }
 
+CG_API size_t cg_grad_filter_scratch_bytes(const ConvParameter *p, int core_mask)
+{
+    size_t most = 0;
+    int members = GetCoreNum(core_mask);
+    for (size_t dtype_size = 2; dtype_size <= 4; dtype_size += 2) {
+        cg_plan plan;
+        if (core_mask == 0 || cg_plan_make(p, dtype_size, &plan) != CG_OK)
+            return 0;
+        for (int rank = 0; rank < members; rank++) {
+            size_t bytes = plan_share(&plan, rank, members).scratch_bytes;
+            most = bytes > most ? bytes : most;
+        }
+    }
+    return most;
+}
+
 /* ---- `_p`: one core, everything staged inside buffer_size_ floats ------ */
 
 /* Output channels per block and rows per tile that fit the budget: the

@@ -140,14 +140,20 @@ static void pack_dy(const cg_plan *p, const void *dy, int64_t channel, int64_t c
                     p->dtype_size);
 }
 
+/* dy's channels a block reads: from its first group's co_first to its last
+ * group's co_last, one span of each row of dy. */
+static int64_t dy_span(const cg_plan *p, const cg_dw_block *blk)
+{
+    return (blk->group_last - blk->group_first - 1) * p->cout_g + blk->co_last - blk->co_first;
+}
+
 int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t tile_rows, const cg_dw_block *blk)
 {
     if (plan->path == CG_PATH_1X1 && plan->dtype_size == sizeof(float))
         return 0;
-    int64_t groups = blk->group_last - blk->group_first;
-    int64_t dy_tile =
-        plan->dtype_size == sizeof(float) ? 0 : tile_rows * (blk->co_last - blk->co_first);
-    return tile_rows * plan->row_len * groups + dy_tile;
+    int64_t groups = blk->group_last - blk->group_first, width = blk->col_last - blk->col_first;
+    int64_t dy_tile = plan->dtype_size == sizeof(float) ? 0 : tile_rows * dy_span(plan, blk);
+    return tile_rows * width * groups + dy_tile;
 }
 
 /* Rows of the sum from `row` on that are contiguous in both dy and x and all
@@ -212,23 +218,24 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
     const int64_t groups = blk->group_last - blk->group_first;
     const int64_t width = blk->col_last - blk->col_first;
     float *col = scratch, *dy_tile = scratch + groups * tile_rows * width;
+    const int64_t span = dy_span(plan, blk),
+                  span_first = blk->group_first * plan->cout_g + blk->co_first;
     for (int64_t row = first; row < last; row += tile_rows) {
         int64_t count = min64(tile_rows, last - row);
         pack_im2col(plan, x, blk, row, count, col);
-        for (int64_t g = 0; g < groups; g++) {
-            int64_t channel = (blk->group_first + g) * plan->cout_g + blk->co_first;
-            const float *a = dy_tile;
-            int64_t lda = channels;
-            if (plan->dtype_size == sizeof(float)) {
-                a = (const float *)dy + row * plan->cout + channel;
-                lda = plan->cout;
-            } else {
-                pack_dy(plan, dy, channel, channels, row, count, dy_tile);
-            }
-            cg_gemm_atb((int)channels, (int)width, (int)count, a, (int)lda, col + g * count * width,
-                        (int)width, row == first ? beta : 1.0f,
-                        dst + g * channels * row_len + blk->col_first, (int)row_len);
+        /* A of group g: dy's rows in place (fp32), or converted once for all groups */
+        const float *a = dy_tile;
+        int64_t lda = span;
+        if (plan->dtype_size == sizeof(float)) {
+            a = (const float *)dy + row * plan->cout + span_first;
+            lda = plan->cout;
+        } else {
+            pack_dy(plan, dy, span_first, span, row, count, dy_tile);
         }
+        for (int64_t g = 0; g < groups; g++)
+            cg_gemm_atb((int)channels, (int)width, (int)count, a + g * plan->cout_g, (int)lda,
+                        col + g * count * width, (int)width, row == first ? beta : 1.0f,
+                        dst + g * channels * row_len + blk->col_first, (int)row_len);
     }
 }
 

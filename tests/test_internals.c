@@ -322,3 +322,16 @@ Test(split, columns_only_when_they_balance)
     cr_assert(!cg_split_by_columns(&pw, 5) && !cg_split_by_columns(&pw, 32));
     cr_assert(!cg_split_by_columns(&pd, 2), "depthwise never splits by columns");
 }
+
+/* The scratch query stays near the per-core tile target and is 0 for
+ * invalid parameters. */
+Test(split, scratch_bytes_bound_and_zero_when_invalid)
+{
+    ConvParameter p = shape(64, 64, 1, 3, 1, 1, 1);
+    cr_assert_gt(cg_grad_filter_scratch_bytes(&p, 0x3), 0);
+    cr_assert_leq(cg_grad_filter_scratch_bytes(&p, 0x3), (size_t)4 << 20);
+    cr_assert_eq(cg_grad_filter_scratch_bytes(&p, 0), 0);
+    p.group_ = 5;
+    cr_assert_eq(cg_grad_filter_scratch_bytes(&p, 0x3), 0);
+    cr_assert_eq(cg_grad_filter_scratch_bytes(NULL, 0x3), 0);
+}
