@@ -14,7 +14,7 @@
 
 #include "convgrad.h"
 
-/* One convolution of the layer set, as the issue lists it. */
+/* One convolution of the built-in layer set. */
 typedef struct bench_layer {
     const char *name;
     int n, h, w, cin, cout, kh, kw, stride, pad, dil, group;

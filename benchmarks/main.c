@@ -38,7 +38,7 @@
 #define CG_BENCH_DEFAULT_OUT "build/bench"
 #endif
 
-/* ---- the layer set (issue 4) -------------------------------------------- */
+/* ---- the built-in layer set --------------------------------------------- */
 
 const bench_layer bench_layers[] = {
     /* name            N    H    W  Cin Cout Kh Kw s pad dil  G */

@@ -1,4 +1,4 @@
-/* convgrad-bench's reports: the table rows, the targets of issue 4, the CSV
+/* convgrad-bench's reports: the table rows, the performance targets, the CSV
  * files and the gnuplot plots. Everything here reads the results main.c
  * collected (g_results) and the limits it measured (g_lim). */
 #define _GNU_SOURCE
@@ -297,7 +297,7 @@ int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen)
     return 1;
 }
 
-/* ---- targets (issue 4) ---------------------------------------------------------------- */
+/* ---- targets ------------------------------------------------------------------------- */
 
 static void target_line(int *met, int *evaluated, int ok, const char *fmt, ...)
 {
@@ -340,7 +340,7 @@ void report_targets(const overhead_result *ov, int nov)
             say("\nGeometric mean of oneDNN's time over %s's (>1 = %s faster): %s\n",
                 impl_label(IMPL_CONVGRAD, dt), impl_label(IMPL_CONVGRAD, dt), line);
     }
-    say("\nTargets (issue 4), from this run's medians:\n");
+    say("\nTargets, from this run's medians:\n");
 
     /* 1: geomean convgrad / oneDNN at max cores >= 1.0, no layer below 0.8 */
     {

@@ -6,6 +6,9 @@
 #include "fp16.h"
 #include "gemm/gemm.h"
 
+/* fp16 channels converted at once on the stack while packing (floats). */
+enum { PACK_CONVERT_FLOATS = 1024 };
+
 static int64_t min64(int64_t a, int64_t b)
 {
     return a < b ? a : b;
@@ -103,6 +106,7 @@ static void pack_im2col(const cg_plan *p, const void *x, const cg_dw_block *blk,
     const int64_t group_stride = count * width;
     const int fp32 = p->dtype_size == sizeof(float);
     const int64_t row_width = p->kernel_w * run; /* columns of one kernel row */
+    float converted[PACK_CONVERT_FLOATS];
     pixel px = pixel_of_row(p, first);
     if (run == p->cin && p->dil_w == 1) {
         for (int64_t t = 0; t < count; t++, next_pixel(p, &px))
@@ -120,11 +124,17 @@ static void pack_im2col(const cg_plan *p, const void *x, const cg_dw_block *blk,
             int64_t at = x_index(p, &px, tap / p->kernel_w, tap % p->kernel_w,
                                  blk->group_first * run + (lo - tap * run));
             float *dst = col + t * width + (lo - c0);
+            /* fp16: the groups' runs converted in one go where they fit */
+            const float *src = fp32 && at >= 0 ? (const float *)x + at : converted;
+            int64_t span = (groups - 1) * run + (hi - lo);
+            int one_go = !fp32 && at >= 0 && span <= PACK_CONVERT_FLOATS;
+            if (one_go)
+                load_floats(converted, x, at, span, p->dtype_size);
             for (int64_t g = 0; g < groups; g++, dst += group_stride) {
                 if (at < 0)
                     memset(dst, 0, (size_t)(hi - lo) * sizeof(float));
-                else if (fp32)
-                    copy_floats(dst, (const float *)x + at + g * run, hi - lo);
+                else if (fp32 || one_go)
+                    copy_floats(dst, src + g * run, hi - lo);
                 else
                     load_floats(dst, x, at + g * run, hi - lo, p->dtype_size);
             }
