@@ -102,6 +102,12 @@ typedef struct shared_share {
     size_t scratch_bytes;
 } shared_share;
 
+/* Floats a row of a tile adds for dy: fp16 converts dy's rows too. */
+static int64_t dy_tile_width(const cg_plan *p)
+{
+    return p->dtype_size == sizeof(float) ? 0 : p->cout;
+}
+
 /* The next block of dw among this core's column units [*unit, last): part of
  * one group's rows, or whole groups when a unit is a whole group. */
 static cg_dw_block next_column_block(const cg_plan *p, int64_t *unit, int64_t last)
@@ -128,7 +134,7 @@ static shared_share plan_column_share(const cg_plan *p, int rank, int members)
         cg_dw_block b = next_column_block(p, &u, s.last);
         widest = max64(widest, (b.group_last - b.group_first) * (b.col_last - b.col_first));
     }
-    s.tile_rows = cg_shared_tile_rows(widest, p->rows);
+    s.tile_rows = cg_shared_tile_rows(widest + dy_tile_width(p), p->rows);
     for (int64_t u = s.first; u < s.last;) {
         cg_dw_block b = next_column_block(p, &u, s.last);
         scratch = max64(scratch, cg_general_scratch_floats(p, s.tile_rows, &b));
@@ -150,7 +156,8 @@ static shared_share plan_share(const cg_plan *p, int rank, int members)
         s.scratch_bytes = (size_t)(p->taps * s.block) * sizeof(float);
     } else {
         const cg_dw_block all = {0, p->groups, 0, p->cout_g, 0, p->row_len};
-        s.tile_rows = cg_shared_tile_rows(p->row_len * p->groups, s.last - s.first);
+        s.tile_rows =
+            cg_shared_tile_rows(p->row_len * p->groups + dy_tile_width(p), s.last - s.first);
         s.scratch_bytes = (size_t)cg_general_scratch_floats(p, s.tile_rows, &all) * sizeof(float);
     }
     return s;

@@ -331,6 +331,11 @@ Test(split, scratch_bytes_bound_and_zero_when_invalid)
     cr_assert_gt(cg_grad_filter_scratch_bytes(&p, 0x3), 0);
     cr_assert_leq(cg_grad_filter_scratch_bytes(&p, 0x3), (size_t)4 << 20);
     cr_assert_eq(cg_grad_filter_scratch_bytes(&p, 0), 0);
+    /* many rows and a wide dy: fp16's converted dy counts against the tile too */
+    cgt_shape wide_dy = {.n = 16, .h = 56, .w = 56, .cin = 64, .cout = 256, .kh = 1, .kw = 1};
+    ConvParameter q = cgt_param(&wide_dy);
+    cr_assert_leq(cg_grad_filter_scratch_bytes(&q, 0x3), (size_t)4 << 20, "%zu bytes",
+                  cg_grad_filter_scratch_bytes(&q, 0x3));
     p.group_ = 5;
     cr_assert_eq(cg_grad_filter_scratch_bytes(&p, 0x3), 0);
     cr_assert_eq(cg_grad_filter_scratch_bytes(NULL, 0x3), 0);
