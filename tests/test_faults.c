@@ -52,60 +52,23 @@ enum {
 };
 static const int CORES_DEPTHWISE_HP = (int)0xC0000000u; /* 30, 31 */
 
+/* One shape a declaration (clang-format would put one field a line). */
+/* clang-format off */
 /* General path: groups, asymmetric pads (im2col tiles: per-core scratch). */
-static const cgt_shape GENERAL = {.n = 2,
-                                  .h = 5,
-                                  .w = 6,
-                                  .cin = 4,
-                                  .cout = 6,
-                                  .g = 2,
-                                  .kh = 3,
-                                  .kw = 2,
-                                  .pu = 1,
-                                  .pd = 1,
-                                  .pl = 1,
-                                  .bs = 0x400};
+static const cgt_shape GENERAL = {.n = 2, .h = 5, .w = 6, .cin = 4, .cout = 6, .g = 2,
+                                  .kh = 3, .kw = 2, .pu = 1, .pd = 1, .pl = 1, .bs = 0x400};
 /* The same with many more rows: its tiles need more scratch than GENERAL's. */
-static const cgt_shape GENERAL_BIG = {.n = 3,
-                                      .h = 40,
-                                      .w = 33,
-                                      .cin = 4,
-                                      .cout = 6,
-                                      .g = 2,
-                                      .kh = 3,
-                                      .kw = 2,
-                                      .pu = 1,
-                                      .pd = 1,
-                                      .pl = 1,
-                                      .bs = 0x400};
+static const cgt_shape GENERAL_BIG = {.n = 3, .h = 40, .w = 33, .cin = 4, .cout = 6, .g = 2,
+                                      .kh = 3, .kw = 2, .pu = 1, .pd = 1, .pl = 1, .bs = 0x400};
 /* General path with long dw rows (Kh*Kw*Ci' = 288): `_s` on 2 cores splits
  * dw's columns instead of the sum (src/plan.c, cg_split_by_columns). */
-static const cgt_shape COLUMNS = {.n = 2,
-                                  .h = 6,
-                                  .w = 6,
-                                  .cin = 32,
-                                  .cout = 8,
-                                  .kh = 3,
-                                  .kw = 3,
-                                  .pu = 1,
-                                  .pd = 1,
-                                  .pl = 1,
-                                  .pr = 1,
-                                  .bs = 0x1000};
+static const cgt_shape COLUMNS = {.n = 2, .h = 6, .w = 6, .cin = 32, .cout = 8, .kh = 3, .kw = 3,
+                                  .pu = 1, .pd = 1, .pl = 1, .pr = 1, .bs = 0x1000};
 /* Depthwise path (per-core accumulators). */
-static const cgt_shape DEPTHWISE = {.n = 2,
-                                    .h = 6,
-                                    .w = 7,
-                                    .cin = 8,
-                                    .cout = 8,
-                                    .g = 8,
-                                    .kh = 3,
-                                    .kw = 3,
-                                    .pu = 1,
-                                    .pd = 1,
-                                    .pl = 1,
-                                    .pr = 1,
+static const cgt_shape DEPTHWISE = {.n = 2, .h = 6, .w = 7, .cin = 8, .cout = 8, .g = 8,
+                                    .kh = 3, .kw = 3, .pu = 1, .pd = 1, .pl = 1, .pr = 1,
                                     .bs = 0x400};
+/* clang-format on */
 
 typedef enum { API_STATUS, API_VOID } api;
 
@@ -261,6 +224,17 @@ static void host_call_works(fx *f, api a, const char *what)
         fx_expect_one_call_result(f, what);
 }
 
+/* Arms `pt` (cg_fault_arm(pt, nth, times)), then host_call_fails with the
+ * point's status: CG_ERR_THREAD for a thread start, CG_ERR_NO_MEMORY for a
+ * scratch allocation. */
+static void armed_call_fails(fx *f, cg_fault_point pt, long nth, long times, api a, long fired,
+                             const char *what)
+{
+    cg_fault_arm(pt, nth, times);
+    host_call_fails(f, a, pt == CG_FAULT_THREAD_START ? CG_ERR_THREAD : CG_ERR_NO_MEMORY, pt, fired,
+                    what);
+}
+
 /* ---- thread start: the pool's first thread ----------------------------------- */
 
 static void first_thread_start(cgt_dtype dt, int mask, api a)
@@ -270,8 +244,7 @@ static void first_thread_start(cgt_dtype dt, int mask, api a)
              (unsigned)mask);
     fx f;
     fx_init(&f, &GENERAL, dt, mask, 1);
-    cg_fault_arm(CG_FAULT_THREAD_START, 1, 1);
-    host_call_fails(&f, a, CG_ERR_THREAD, CG_FAULT_THREAD_START, 1, what);
+    armed_call_fails(&f, CG_FAULT_THREAD_START, 1, 1, a, 1, what);
     host_call_works(&f, a, what);
     fx_free(&f);
 }
@@ -303,13 +276,11 @@ static void pool_growth(cgt_dtype dt, int old_mask, int mask)
     /* the first new core's thread fails: nothing else is tried */
     snprintf(what, sizeof what, "%s _s host on %#x, first new thread fails", dt_name(dt),
              (unsigned)mask);
-    cg_fault_arm(CG_FAULT_THREAD_START, 1, 1);
-    host_call_fails(&f, API_STATUS, CG_ERR_THREAD, CG_FAULT_THREAD_START, 1, what);
+    armed_call_fails(&f, CG_FAULT_THREAD_START, 1, 1, API_STATUS, 1, what);
     /* the second new core's fails: the first stays parked in the pool */
     snprintf(what, sizeof what, "%s _s host on %#x, second new thread fails", dt_name(dt),
              (unsigned)mask);
-    cg_fault_arm(CG_FAULT_THREAD_START, 2, 1);
-    host_call_fails(&f, API_VOID, CG_ERR_THREAD, CG_FAULT_THREAD_START, 1, what);
+    armed_call_fails(&f, CG_FAULT_THREAD_START, 2, 1, API_VOID, 1, what);
     /* only the one still missing is started now */
     cg_fault_arm(CG_FAULT_THREAD_START, 0, 0);
     host_call_works(&f, API_STATUS, what);
@@ -338,9 +309,7 @@ Test(faults, thread_start_keeps_failing, .timeout = TEST_TIMEOUT)
         char what[120];
         snprintf(what, sizeof what, "fp32 _s host on %#x, every thread start fails, call %d",
                  (unsigned)CORES_STUCK, i);
-        cg_fault_arm(CG_FAULT_THREAD_START, 1, -1);
-        host_call_fails(&f, i % 2 ? API_VOID : API_STATUS, CG_ERR_THREAD, CG_FAULT_THREAD_START, 1,
-                        what);
+        armed_call_fails(&f, CG_FAULT_THREAD_START, 1, -1, i % 2 ? API_VOID : API_STATUS, 1, what);
     }
     host_call_works(&f, API_STATUS, "fp32 _s host after the thread starts recovered");
     fx_free(&f);
@@ -437,8 +406,7 @@ static void scratch_first(cgt_dtype dt, int mask)
              (unsigned)mask);
     fx f;
     fx_init(&f, &GENERAL, dt, mask, 6);
-    cg_fault_arm(CG_FAULT_SCRATCH_ALLOC, 1, 1);
-    host_call_fails(&f, API_STATUS, CG_ERR_NO_MEMORY, CG_FAULT_SCRATCH_ALLOC, 1, what);
+    armed_call_fails(&f, CG_FAULT_SCRATCH_ALLOC, 1, 1, API_STATUS, 1, what);
     host_call_works(&f, API_VOID, what);
     fx_free(&f);
 }
@@ -468,13 +436,11 @@ static void scratch_growth(cgt_dtype dt, int mask)
     /* the second core's growth fails (the first core's succeeds) */
     snprintf(what, sizeof what, "%s _s host on %#x, the 2nd scratch growth fails", dt_name(dt),
              (unsigned)mask);
-    cg_fault_arm(CG_FAULT_SCRATCH_ALLOC, 2, 1);
-    host_call_fails(&f, API_STATUS, CG_ERR_NO_MEMORY, CG_FAULT_SCRATCH_ALLOC, 1, what);
+    armed_call_fails(&f, CG_FAULT_SCRATCH_ALLOC, 2, 1, API_STATUS, 1, what);
     /* every growth fails */
     snprintf(what, sizeof what, "%s _s host on %#x, every scratch growth fails", dt_name(dt),
              (unsigned)mask);
-    cg_fault_arm(CG_FAULT_SCRATCH_ALLOC, 1, -1);
-    host_call_fails(&f, API_VOID, CG_ERR_NO_MEMORY, CG_FAULT_SCRATCH_ALLOC, -1, what);
+    armed_call_fails(&f, CG_FAULT_SCRATCH_ALLOC, 1, -1, API_VOID, -1, what);
     host_call_works(&f, API_STATUS, what);
     /* grown now: the same shape again allocates nothing, even armed */
     snprintf(what, sizeof what, "%s _s host on %#x, steady state after the growth", dt_name(dt),
@@ -507,9 +473,7 @@ static void scratch_depthwise(cgt_dtype dt, int mask)
              dt_name(dt), (unsigned)mask);
     fx f;
     fx_init(&f, &DEPTHWISE, dt, mask, 9);
-    cg_fault_arm(CG_FAULT_SCRATCH_ALLOC, 1, -1);
-    host_call_fails(&f, API_STATUS, CG_ERR_NO_MEMORY, CG_FAULT_SCRATCH_ALLOC, GetCoreNum(mask),
-                    what);
+    armed_call_fails(&f, CG_FAULT_SCRATCH_ALLOC, 1, -1, API_STATUS, GetCoreNum(mask), what);
     host_call_works(&f, API_STATUS, what);
     fx_free(&f);
 }
@@ -535,8 +499,7 @@ Test(faults, scratch_column_split, .timeout = TEST_TIMEOUT)
                  dt_name(dt), (unsigned)CORES_COLUMNS);
         fx f;
         fx_init(&f, &COLUMNS, dt, CORES_COLUMNS, 12);
-        cg_fault_arm(CG_FAULT_SCRATCH_ALLOC, dti ? 1 : 2, 1);
-        host_call_fails(&f, API_STATUS, CG_ERR_NO_MEMORY, CG_FAULT_SCRATCH_ALLOC, 1, what);
+        armed_call_fails(&f, CG_FAULT_SCRATCH_ALLOC, dti ? 1 : 2, 1, API_STATUS, 1, what);
         host_call_works(&f, API_VOID, what);
         fx_free(&f);
     }

@@ -49,6 +49,35 @@ static ConvParameter tiny(void)
     return p;
 }
 
+/* tiny() with a kh x kw kernel over ci input channels (group 1, so Ci' = ci)
+ * and buffer_size_ bs: the shapes at the buffer_size_ lower bound. */
+static ConvParameter tiny_kernel(int kh, int kw, int ci, int bs)
+{
+    ConvParameter p = tiny();
+    p.kernel_h_ = kh;
+    p.kernel_w_ = kw;
+    p.input_channel_ = ci;
+    p.buffer_size_ = bs;
+    return p;
+}
+
+/* tiny() at batch 2 with an h x w plane in x (X_PLANE: input_h_, input_w_) or
+ * in dy (DY_PLANE: output_h_, output_w_): 2*h*w elements in that tensor. */
+enum plane { X_PLANE, DY_PLANE };
+static ConvParameter batch2_plane(enum plane which, int h, int w)
+{
+    ConvParameter p = tiny();
+    p.input_batch_ = p.output_batch_ = 2;
+    if (which == X_PLANE) {
+        p.input_h_ = h;
+        p.input_w_ = w;
+    } else {
+        p.output_h_ = h;
+        p.output_w_ = w;
+    }
+    return p;
+}
+
 static void describe(const ConvParameter *p, size_t es, char *buf, size_t len)
 {
     char shape[512];
@@ -201,22 +230,14 @@ Test(limits, min_buffer_bound_fp32)
 {
     /* Kh*Kw*Ci' = 435*4859*127 = 2^28 - 1 = 268435455: bound 8*(2^28-1) =
      * 2147483640 = INT_MAX - 7, the largest an fp32 bound can be */
-    ConvParameter p = tiny();
-    p.kernel_h_ = 435;
-    p.kernel_w_ = 4859;
-    p.input_channel_ = 127;
-    p.buffer_size_ = 2147483640;
+    ConvParameter p = tiny_kernel(435, 4859, 127, 2147483640);
     /* workspace: max(2147483640*4 = 8589934560, k*4*268435455 = k*1073741820) */
     expect_valid(p, 4, 2147483640, 8589934560u, 8589934560u, 34359738240u);
     /* one byte less: too small (the bound itself is still reported) */
     p.buffer_size_ = 2147483639;
     expect_invalid(p, 4, CG_ERR_BUFFER_TOO_SMALL, 2147483640);
     /* Kh*Kw*Ci' = 2^14*2^7*2^7 = 2^28: bound 2^31 = INT_MAX + 1 */
-    p = tiny();
-    p.kernel_h_ = 1 << 14;
-    p.kernel_w_ = 1 << 7;
-    p.input_channel_ = 1 << 7;
-    p.buffer_size_ = INT_MAX;
+    p = tiny_kernel(1 << 14, 1 << 7, 1 << 7, INT_MAX);
     expect_invalid(p, 4, CG_ERR_OVERFLOW, 0);
     /* ... which is fine in fp16: bound 4*2^28 = 2^30 = 1073741824; workspace
      * max(2^30*4 = 2^32, k*4*2^28 = k*2^30) */
@@ -228,11 +249,7 @@ Test(limits, min_buffer_bound_fp16)
 {
     /* Kh*Kw*Ci' = 233*1103*2089 = 2^29 - 1 = 536870911: bound 4*(2^29-1) =
      * 2147483644 = INT_MAX - 3, the largest an fp16 bound can be */
-    ConvParameter p = tiny();
-    p.kernel_h_ = 233;
-    p.kernel_w_ = 1103;
-    p.input_channel_ = 2089;
-    p.buffer_size_ = 2147483644;
+    ConvParameter p = tiny_kernel(233, 1103, 2089, 2147483644);
     /* workspace: max(2147483644*4 = 8589934576, k*4*536870911 = k*2147483644) */
     expect_valid(p, 2, 2147483644, 8589934576u, 8589934576u, 68719476608u);
     /* in fp32 the same shape's bound is 8589934576 > INT_MAX */
@@ -240,11 +257,7 @@ Test(limits, min_buffer_bound_fp16)
     p.buffer_size_ = 2147483643;
     expect_invalid(p, 2, CG_ERR_BUFFER_TOO_SMALL, 2147483644);
     /* Kh*Kw*Ci' = 2^10*2^10*2^9 = 2^29: bound 2^31 = INT_MAX + 1 */
-    p = tiny();
-    p.kernel_h_ = 1 << 10;
-    p.kernel_w_ = 1 << 10;
-    p.input_channel_ = 1 << 9;
-    p.buffer_size_ = INT_MAX;
+    p = tiny_kernel(1 << 10, 1 << 10, 1 << 9, INT_MAX);
     expect_invalid(p, 2, CG_ERR_OVERFLOW, 0);
     expect_invalid(p, 4, CG_ERR_OVERFLOW, 0);
 }
@@ -273,22 +286,24 @@ Test(limits, buffer_size_int_max)
     expect_valid(p, 2, 4, 8589934588u, 8589934588u, 8589934588u);
 }
 
+/* The element-count boundary of x or dy (`which`) at batch 2, 1x1 elsewhere:
+ * 2*(2^30-1)*(2^30+1) = 2^61 - 2 elements (2^63 - 8 bytes at 4 a piece) is
+ * valid, with dw 1 element, bound 2*es and workspace max(8*4 = 32, k*4);
+ * 2*2^30*2^30 = 2^61 elements (2^63 bytes: fits size_t, > PTRDIFF_MAX) is not. */
+static void expect_2pow61_boundary(enum plane which, size_t es)
+{
+    expect_valid(batch2_plane(which, 1073741823, 1073741825), es, (int)(2 * es), 32, 32, 128);
+    expect_invalid(batch2_plane(which, 1 << 30, 1 << 30), es, CG_ERR_OVERFLOW, 0);
+}
+
 /* ---- x -------------------------------------------------------------------- */
 
 Test(limits, x_byte_count)
 {
     for (size_t es = 2; es <= 4; es += 2) {
-        /* 2*(2^30-1)*(2^30+1) = 2^61 - 2 elements: 2^63 - 8 bytes at 4 a piece */
-        ConvParameter p = tiny();
-        p.input_batch_ = p.output_batch_ = 2;
-        p.input_h_ = 1073741823;
-        p.input_w_ = 1073741825;
-        /* dw is 1 element; workspace max(8*4 = 32, k*4) */
-        expect_valid(p, es, (int)(2 * es), 32, 32, 128);
-        /* 2*2^30*2^30 = 2^61 elements: 2^63 bytes, fits size_t, > PTRDIFF_MAX */
-        p.input_h_ = p.input_w_ = 1 << 30;
-        expect_invalid(p, es, CG_ERR_OVERFLOW, 0);
+        expect_2pow61_boundary(X_PLANE, es);
         /* 4*2^30*2^30 = 2^62 elements: 2^64 bytes overflow size_t */
+        ConvParameter p = batch2_plane(X_PLANE, 1 << 30, 1 << 30);
         p.input_batch_ = p.output_batch_ = 4;
         expect_invalid(p, es, CG_ERR_OVERFLOW, 0);
         /* 65535*65537*641*6700417 = 2^64 - 1 = SIZE_MAX elements (the count
@@ -311,19 +326,12 @@ Test(limits, x_byte_count)
 Test(limits, dy_byte_count)
 {
     for (size_t es = 2; es <= 4; es += 2) {
-        /* input 1x1, output 2 x (2^30-1) x (2^30+1) x 1 = 2^61 - 2 elements */
-        ConvParameter p = tiny();
-        p.input_batch_ = p.output_batch_ = 2;
-        p.output_h_ = 1073741823;
-        p.output_w_ = 1073741825;
-        expect_valid(p, es, (int)(2 * es), 32, 32, 128);
-        /* 2 x 2^30 x 2^30 = 2^61 elements */
-        p.output_h_ = p.output_w_ = 1 << 30;
-        expect_invalid(p, es, CG_ERR_OVERFLOW, 0);
+        /* input 1x1, output 2 x (2^30-1) x (2^30+1) x 1, then 2 x 2^30 x 2^30 */
+        expect_2pow61_boundary(DY_PLANE, es);
 
         /* output INT_MAX x 2^30, batch 1: (2^31-1)*2^30 = 2^61 - 2^30 elements,
          * with stride, dilation and pads INT_MAX (coordinates up to ~2^62) */
-        p = tiny();
+        ConvParameter p = tiny();
         p.output_h_ = INT_MAX;
         p.output_w_ = 1 << 30;
         p.stride_h_ = p.stride_w_ = INT_MAX;
@@ -390,102 +398,35 @@ typedef struct run_shape {
     cgt_shape s;
 } run_shape;
 
+/* One shape a row (clang-format would put one field a line). */
+/* clang-format off */
 #define M INT_MAX
 static const run_shape HUGE_COORDS[] = {
     /* oh = 1 reads iy = INT_MAX + kh: outside; only oh = ow = 0 contributes */
     {"stride INT_MAX",
-     {.n = 2,
-      .h = 3,
-      .w = 4,
-      .cin = 3,
-      .cout = 4,
-      .kh = 2,
-      .kw = 3,
-      .sh = M,
-      .sw = M,
-      .oh = 2,
-      .ow = 2}},
+     {.n = 2, .h = 3, .w = 4, .cin = 3, .cout = 4, .kh = 2, .kw = 3,
+      .sh = M, .sw = M, .oh = 2, .ow = 2}},
     /* oh = 0 reads iy = kh - INT_MAX (padding), oh = 1 reads iy = kh */
     {"stride and pad INT_MAX",
-     {.n = 2,
-      .h = 3,
-      .w = 4,
-      .cin = 3,
-      .cout = 4,
-      .kh = 2,
-      .kw = 3,
-      .sh = M,
-      .sw = M,
-      .pu = M,
-      .pl = M,
-      .oh = 2,
-      .ow = 2}},
+     {.n = 2, .h = 3, .w = 4, .cin = 3, .cout = 4, .kh = 2, .kw = 3,
+      .sh = M, .sw = M, .pu = M, .pl = M, .oh = 2, .ow = 2}},
     /* kh = 1 reads iy = oh + 1, kh = 0 reads iy = oh - INT_MAX + 1 (padding) */
     {"dilation INT_MAX, pad INT_MAX-1",
-     {.n = 1,
-      .h = 4,
-      .w = 4,
-      .cin = 2,
-      .cout = 3,
-      .kh = 2,
-      .kw = 2,
-      .dh = M,
-      .dw = M,
-      .pu = M - 1,
-      .pl = M - 1,
-      .oh = 3,
-      .ow = 3}},
+     {.n = 1, .h = 4, .w = 4, .cin = 2, .cout = 3, .kh = 2, .kw = 2,
+      .dh = M, .dw = M, .pu = M - 1, .pl = M - 1, .oh = 3, .ow = 3}},
     /* iy = (oh + kh - 1) * INT_MAX, up to 3*INT_MAX: only oh + kh == 1 is inside */
     {"stride, dilation and pad INT_MAX",
-     {.n = 2,
-      .h = 2,
-      .w = 3,
-      .cin = 4,
-      .cout = 2,
-      .g = 2,
-      .kh = 3,
-      .kw = 3,
-      .sh = M,
-      .sw = M,
-      .dh = M,
-      .dw = M,
-      .pu = M,
-      .pl = M,
-      .pd = M,
-      .pr = M,
-      .oh = 3,
-      .ow = 3}},
+     {.n = 2, .h = 2, .w = 3, .cin = 4, .cout = 2, .g = 2, .kh = 3, .kw = 3,
+      .sh = M, .sw = M, .dh = M, .dw = M, .pu = M, .pl = M, .pd = M, .pr = M,
+      .oh = 3, .ow = 3}},
     /* depthwise (dilation 1): oh = 1 reads iy = kh + 1 */
     {"depthwise, stride INT_MAX, pad INT_MAX-1",
-     {.n = 2,
-      .h = 4,
-      .w = 4,
-      .cin = 5,
-      .cout = 5,
-      .g = 5,
-      .kh = 3,
-      .kw = 3,
-      .sh = M,
-      .sw = M,
-      .pu = M - 1,
-      .pl = M - 1,
-      .oh = 2,
-      .ow = 2}},
+     {.n = 2, .h = 4, .w = 4, .cin = 5, .cout = 5, .g = 5, .kh = 3, .kw = 3,
+      .sh = M, .sw = M, .pu = M - 1, .pl = M - 1, .oh = 2, .ow = 2}},
     /* asymmetric: huge vertically only, with groups */
     {"stride_h INT_MAX, dilation_w INT_MAX",
-     {.n = 1,
-      .h = 3,
-      .w = 5,
-      .cin = 6,
-      .cout = 4,
-      .g = 2,
-      .kh = 2,
-      .kw = 2,
-      .sh = M,
-      .dw = M,
-      .pl = M - 2,
-      .oh = 2,
-      .ow = 4}},
+     {.n = 1, .h = 3, .w = 5, .cin = 6, .cout = 4, .g = 2, .kh = 2, .kw = 2,
+      .sh = M, .dw = M, .pl = M - 2, .oh = 2, .ow = 4}},
 };
 #undef M
 
@@ -499,34 +440,14 @@ static const run_shape BIG_OUTPUT[] = {
      {.n = 1, .h = 9, .w = 9, .cin = 3, .cout = 2, .kh = 1, .kw = 1, .oh = 2, .ow = 2}},
     /* general path */
     {"3x3 pad 1, input 1x1, output 300x300",
-     {.n = 1,
-      .h = 1,
-      .w = 1,
-      .cin = 2,
-      .cout = 3,
-      .kh = 3,
-      .kw = 3,
-      .pu = 1,
-      .pd = 1,
-      .pl = 1,
-      .pr = 1,
-      .oh = 300,
-      .ow = 300}},
+     {.n = 1, .h = 1, .w = 1, .cin = 2, .cout = 3, .kh = 3, .kw = 3,
+      .pu = 1, .pd = 1, .pl = 1, .pr = 1, .oh = 300, .ow = 300}},
     /* depthwise path */
     {"depthwise 3x3, input 2x2, output 200x100",
-     {.n = 1,
-      .h = 2,
-      .w = 2,
-      .cin = 4,
-      .cout = 4,
-      .g = 4,
-      .kh = 3,
-      .kw = 3,
-      .pu = 1,
-      .pl = 1,
-      .oh = 200,
-      .ow = 100}},
+     {.n = 1, .h = 2, .w = 2, .cin = 4, .cout = 4, .g = 4, .kh = 3, .kw = 3,
+      .pu = 1, .pl = 1, .oh = 200, .ow = 100}},
 };
+/* clang-format on */
 
 static void run_all(const run_shape *rows, int n, uint64_t salt)
 {
@@ -575,26 +496,12 @@ enum { SIDE = 2048 };
 #endif
 Test(limits, moderately_large_1x1, .timeout = TEST_TIMEOUT)
 {
-    const cgt_shape big_1x1 = {.n = 1,
-                               .h = SIDE,
-                               .w = SIDE + 1,
-                               .cin = 3,
-                               .cout = 2,
-                               .kh = 1,
-                               .kw = 1,
-                               .oh = SIDE,
-                               .ow = SIDE + 1};
-    const cgt_shape big_general = {.n = 1,
-                                   .h = 2 * SIDE,
-                                   .w = 2 * SIDE,
-                                   .cin = 1,
-                                   .cout = 2,
-                                   .kh = 1,
-                                   .kw = 1,
-                                   .sh = 2,
-                                   .sw = 2,
-                                   .oh = SIDE,
-                                   .ow = SIDE};
+    /* clang-format off */
+    const cgt_shape big_1x1 = {.n = 1, .h = SIDE, .w = SIDE + 1, .cin = 3, .cout = 2,
+                               .kh = 1, .kw = 1, .oh = SIDE, .ow = SIDE + 1};
+    const cgt_shape big_general = {.n = 1, .h = 2 * SIDE, .w = 2 * SIDE, .cin = 1, .cout = 2,
+                                   .kh = 1, .kw = 1, .sh = 2, .sw = 2, .oh = SIDE, .ow = SIDE};
+    /* clang-format on */
     const struct {
         const cgt_shape *s;
         cgt_dtype dt;
