@@ -13,6 +13,24 @@
 /* Rows of A and B per pass over C. */
 enum { KC = 128 };
 
+typedef void column_block_fn(int m, int nr, int kc, const float *a, int lda, const float *b,
+                             int ldb, float beta, float *c, int ldc);
+
+/* C = A^T B + beta*C in passes of KC rows of A and B, each pass column block
+ * by column block (nr_max wide): a block's slice of B stays in L1 across the
+ * rows of C. */
+static void drive_column_blocks(column_block_fn *column_block, int nr_max, int m, int n, int k,
+                                const float *a, int lda, const float *b, int ldb, float beta,
+                                float *c, int ldc)
+{
+    for (int p = 0; p < k; p += KC) {
+        int kc = k - p < KC ? k - p : KC;
+        for (int j = 0; j < n; j += nr_max)
+            column_block(m, n - j < nr_max ? n - j : nr_max, kc, a + (size_t)p * lda, lda,
+                         b + (size_t)p * ldb + j, ldb, p > 0 ? 1.0f : beta, c + j, ldc);
+    }
+}
+
 /* ---- AVX-512: up to 8 rows x 48 columns (24 accumulators) ------------- */
 
 enum { MR512 = 8, NV512 = 3, NR512 = 16 * NV512 };
@@ -80,33 +98,29 @@ static const block_fn blocks512[MR512][NV512] = {ENTRY512(1), ENTRY512(2), ENTRY
                                                  ENTRY512(4), ENTRY512(5), ENTRY512(6),
                                                  ENTRY512(7), ENTRY512(8)};
 
-__attribute__((target("avx512f"))) void cg_gemm_atb_avx512(int m, int n, int k, const float *a,
-                                                           int lda, const float *b, int ldb,
-                                                           float beta, float *c, int ldc)
+/* Every row block of one column block of C (nr <= NR512 columns). */
+__attribute__((target("avx512f"))) static void column_block_avx512(int m, int nr, int kc,
+                                                                   const float *a, int lda,
+                                                                   const float *b, int ldb,
+                                                                   float beta, float *c, int ldc)
 {
-    for (int p = 0; p < k; p += KC) { /* B's slice stays in L1 across the rows of C */
-        int kc = k - p < KC ? k - p : KC;
-        if (p > 0) {
-            a += (size_t)KC * lda;
-            b += (size_t)KC * ldb;
-            beta = 1.0f;
-        }
-        for (int j = 0; j < n; j += NR512) {
-            int nr = n - j < NR512 ? n - j : NR512;
-            __mmask16 mask[NV512];
-            for (int v = 0; v < NV512; v++) {
-                int lanes = nr - 16 * v;
-                lanes = lanes < 0 ? 0 : lanes > 16 ? 16 : lanes;
-                mask[v] = (__mmask16)((1u << lanes) - 1u);
-            }
-            int nv = (nr + 15) / 16;
-            for (int i = 0; i < m; i += MR512) {
-                int mr = m - i < MR512 ? m - i : MR512;
-                blocks512[mr - 1][nv - 1](kc, a + i, lda, b + j, ldb, beta, c + (size_t)i * ldc + j,
-                                          ldc, mask);
-            }
-        }
+    __mmask16 mask[NV512];
+    for (int v = 0; v < NV512; v++) {
+        int lanes = nr - 16 * v;
+        lanes = lanes < 0 ? 0 : lanes > 16 ? 16 : lanes;
+        mask[v] = (__mmask16)((1u << lanes) - 1u);
     }
+    int nv = (nr + 15) / 16;
+    for (int i = 0; i < m; i += MR512) {
+        int mr = m - i < MR512 ? m - i : MR512;
+        blocks512[mr - 1][nv - 1](kc, a + i, lda, b, ldb, beta, c + (size_t)i * ldc, ldc, mask);
+    }
+}
+
+void cg_gemm_atb_avx512(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
+                        float beta, float *c, int ldc)
+{
+    drive_column_blocks(column_block_avx512, NR512, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* ---- AVX2 + FMA: up to 6 rows x 16 columns (12 accumulators) ---------- */
@@ -183,33 +197,29 @@ BLOCK256_ROW(6)
 static const block256_fn blocks256[MR256][NV256 + 1] = {ENTRY256(1), ENTRY256(2), ENTRY256(3),
                                                         ENTRY256(4), ENTRY256(5), ENTRY256(6)};
 
-__attribute__((target("avx2,fma"))) void cg_gemm_atb_avx2(int m, int n, int k, const float *a,
-                                                          int lda, const float *b, int ldb,
-                                                          float beta, float *c, int ldc)
+/* Every row block of one column block of C (nr <= NR256 columns). */
+__attribute__((target("avx2,fma"))) static void column_block_avx2(int m, int nr, int kc,
+                                                                  const float *a, int lda,
+                                                                  const float *b, int ldb,
+                                                                  float beta, float *c, int ldc)
 {
-    for (int p = 0; p < k; p += KC) { /* B's slice stays in L1 across the rows of C */
-        int kc = k - p < KC ? k - p : KC;
-        if (p > 0) {
-            a += (size_t)KC * lda;
-            b += (size_t)KC * ldb;
-            beta = 1.0f;
-        }
-        for (int j = 0; j < n; j += NR256) {
-            int nr = n - j < NR256 ? n - j : NR256;
-            __m256i mask[NV256];
-            for (int v = 0; v < NV256; v++) {
-                int lanes = nr - 8 * v;
-                lanes = lanes < 0 ? 0 : lanes > 8 ? 8 : lanes;
-                mask[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes),
-                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-            }
-            int kind = nr == NR256 ? NV256 : (nr + 7) / 8 - 1;
-            for (int i = 0; i < m; i += MR256) {
-                int mr = m - i < MR256 ? m - i : MR256;
-                blocks256[mr - 1][kind](kc, a + i, lda, b + j, ldb, beta, c + (size_t)i * ldc + j,
-                                        ldc, mask);
-            }
-        }
+    __m256i mask[NV256];
+    for (int v = 0; v < NV256; v++) {
+        int lanes = nr - 8 * v;
+        lanes = lanes < 0 ? 0 : lanes > 8 ? 8 : lanes;
+        mask[v] =
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     }
+    int kind = nr == NR256 ? NV256 : (nr + 7) / 8 - 1;
+    for (int i = 0; i < m; i += MR256) {
+        int mr = m - i < MR256 ? m - i : MR256;
+        blocks256[mr - 1][kind](kc, a + i, lda, b, ldb, beta, c + (size_t)i * ldc, ldc, mask);
+    }
+}
+
+void cg_gemm_atb_avx2(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
+                      float beta, float *c, int ldc)
+{
+    drive_column_blocks(column_block_avx2, NR256, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 #endif

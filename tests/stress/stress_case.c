@@ -54,21 +54,6 @@ static void spatial(cgt_rng *r, cgt_shape *s, int maxhw)
         s->w += cgt_rng_int(r, 1, 3); /* H != W most of the time */
 }
 
-/* Each field drawn on its own, so Kh != Kw and asymmetric pads are common. */
-static void kernel_geom(cgt_rng *r, cgt_shape *s, int maxk, int maxs, int maxd, int maxp)
-{
-    s->kh = cgt_rng_int(r, 1, maxk);
-    s->kw = cgt_rng_int(r, 1, maxk);
-    s->sh = cgt_rng_int(r, 1, maxs);
-    s->sw = cgt_rng_int(r, 1, maxs);
-    s->dh = cgt_rng_int(r, 1, maxd);
-    s->dw = cgt_rng_int(r, 1, maxd);
-    s->pu = cgt_rng_int(r, 0, maxp);
-    s->pd = cgt_rng_int(r, 0, maxp);
-    s->pl = cgt_rng_int(r, 0, maxp);
-    s->pr = cgt_rng_int(r, 0, maxp);
-}
-
 static void grouped_channels(cgt_rng *r, cgt_shape *s)
 {
     static const int gs[] = {2, 3, 4, 5, 8};
@@ -110,7 +95,7 @@ static void draw_family(cgt_rng *r, family f, cgt_shape *s)
     case F_DEPTHWISE:
         s->cin = s->cout = s->g = cgt_rng_pick(r, CHANS, NCHANS);
         spatial(r, s, 10);
-        kernel_geom(r, s, 5, 3, 1, 3);
+        cgt_draw_kernel_geom(r, s, 5, 3, 1, 3);
         break;
     case F_1X1:
         s->cin = cgt_rng_pick(r, CHANS, NCHANS);
@@ -121,13 +106,13 @@ static void draw_family(cgt_rng *r, family f, cgt_shape *s)
     case F_GROUPED:
         grouped_channels(r, s);
         spatial(r, s, 8);
-        kernel_geom(r, s, 4, 3, 3, 2);
+        cgt_draw_kernel_geom(r, s, 4, 3, 3, 2);
         break;
     case F_DEPTH_MULT:
         s->g = s->cin = cgt_rng_pick(r, SMALL, NSMALL);
         s->cout = s->cin * cgt_rng_int(r, 2, 4);
         spatial(r, s, 8);
-        kernel_geom(r, s, 4, 2, 2, 2);
+        cgt_draw_kernel_geom(r, s, 4, 2, 2, 2);
         break;
     case F_DILATED:
         if (cgt_rng_chance(r, 40))
@@ -135,7 +120,7 @@ static void draw_family(cgt_rng *r, family f, cgt_shape *s)
         else
             s->cin = cgt_rng_pick(r, SMALL, NSMALL), s->cout = cgt_rng_pick(r, CHANS, NCHANS);
         spatial(r, s, 10);
-        kernel_geom(r, s, 3, 2, 4, 3);
+        cgt_draw_kernel_geom(r, s, 3, 2, 4, 3);
         if (s->dh == 1 && s->dw == 1)
             s->dw = 2;
         break;
@@ -147,7 +132,7 @@ static void draw_family(cgt_rng *r, family f, cgt_shape *s)
         else
             s->cin = cgt_rng_pick(r, SMALL, NSMALL), s->cout = cgt_rng_pick(r, SMALL, NSMALL);
         spatial(r, s, 12);
-        kernel_geom(r, s, 3, 1, 1, 2);
+        cgt_draw_kernel_geom(r, s, 3, 1, 1, 2);
         s->sh = cgt_rng_int(r, s->kh + 1, 5);
         s->sw = cgt_rng_int(r, s->kw + 1, 5);
         break;
@@ -162,7 +147,7 @@ static void draw_family(cgt_rng *r, family f, cgt_shape *s)
         s->cin = cgt_rng_pick(r, CHANS, NCHANS);
         s->cout = cgt_rng_pick(r, CHANS, NCHANS);
         spatial(r, s, 9);
-        kernel_geom(r, s, 5, 3, cgt_rng_chance(r, 70) ? 1 : 3, 3);
+        cgt_draw_kernel_geom(r, s, 5, 3, cgt_rng_chance(r, 70) ? 1 : 3, 3);
         break;
     }
 }
