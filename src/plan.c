@@ -162,26 +162,17 @@ int cg_split_by_columns(const cg_plan *plan, int members)
            cg_column_units(plan) >= COLUMN_UNITS_PER_CORE * members;
 }
 
-static int workspace_bytes(const cg_plan *plan, int buffer_size, int core_mask, size_t *bytes)
-{
-    size_t partials;
-    if (!mul_ok((size_t)GetCoreNum(core_mask), plan->dw_elems * sizeof(float), &partials))
-        return 0;
-    size_t staged = (size_t)buffer_size * sizeof(float);
-    *bytes = partials > staged ? partials : staged;
-    return 1;
-}
-
 CG_API size_t cg_grad_filter_workspace_bytes(const ConvParameter *p, int core_mask,
                                              size_t dtype_size)
 {
     cg_plan plan;
-    size_t bytes;
     if ((dtype_size != 2 && dtype_size != 4) || core_mask == 0 ||
-        cg_plan_make(p, dtype_size, &plan) != CG_OK ||
-        !workspace_bytes(&plan, p->buffer_size_, core_mask, &bytes))
+        cg_plan_make(p, dtype_size, &plan) != CG_OK)
         return 0;
-    return bytes;
+    /* cannot overflow: check_counts made 32 partials of dw addressable */
+    size_t partials = (size_t)GetCoreNum(core_mask) * plan.dw_elems * sizeof(float);
+    size_t staged = (size_t)p->buffer_size_ * sizeof(float);
+    return partials > staged ? partials : staged;
 }
 
 CG_API int cg_grad_filter_min_buffer_size(const ConvParameter *p, size_t dtype_size)
