@@ -58,7 +58,8 @@ typedef enum cg_status {
     CG_ERR_OVERFLOW = -10,        /* an element or byte count overflows */
     CG_ERR_CORE_BUSY = -11,       /* a core of the mask is busy in another launch */
     CG_ERR_NO_MEMORY = -12,       /* the library's own scratch could not be allocated */
-    CG_ERR_THREAD = -13           /* an emulated core's thread could not be started */
+    CG_ERR_THREAD = -13,          /* an emulated core's thread could not be started */
+    CG_ERR_BAD_LAYOUT = -14       /* cg_conv2d.layout is not a cg_layout */
 } cg_status;
 
 /* Status of the calling thread's last convgrad call (entry points and launches). */
@@ -101,6 +102,53 @@ cg_status cg_hp_conv_grad_filter_p(const float16 *input_dy, const float16 *input
                                    const float16 *bias, const ConvParameter *conv_param);
 cg_status cg_fp_conv_grad_filter_p(const float *input_dy, const float *input_x, float *out_dw,
                                    const float *bias, const ConvParameter *conv_param);
+
+/* ---- The whole training step: cg_conv2d_* ----------------------------- */
+/* Forward, input gradient, weight gradient and bias gradient of a 2-D
+ * convolution, on the cores of core_mask (called from an ordinary thread;
+ * the library launches the cores). Every output is overwritten (=), never
+ * accumulated into. Validation comes first: on any error nothing is written.
+ *
+ * Shapes (OH, OW from cg_conv2d_output_h/_w):
+ *   layout CG_LAYOUT_NHWC: x [batch][in_h][in_w][in_c], y and dy
+ *     [batch][OH][OW][out_c], w and dw OHWI [out_c][kernel_h][kernel_w][in_c/groups]
+ *   layout CG_LAYOUT_NCHW: x [batch][in_c][in_h][in_w], y and dy
+ *     [batch][out_c][OH][OW], w and dw OIHW [out_c][in_c/groups][kernel_h][kernel_w]
+ *   b, db [out_c]
+ * Formula: with iy = oh*stride_h + kh*dilation_h - pad_top and
+ * ix = ow*stride_w + kw*dilation_w - pad_left (terms outside the input are 0),
+ *   y[n, oh, ow, co] = b[co] + sum over kh, kw, ci of x[n, iy, ix, g*Ci' + ci] * w[co, kh, kw, ci]
+ * for co in group g = co / (out_c/groups), Ci' = in_c/groups. */
+typedef enum cg_layout { CG_LAYOUT_NHWC = 0, CG_LAYOUT_NCHW = 1 } cg_layout;
+
+typedef struct cg_conv2d {
+    cg_layout layout;
+    int batch, in_h, in_w, in_c, out_c;
+    int kernel_h, kernel_w, groups;
+    int stride_h, stride_w, dilation_h, dilation_w;
+    int pad_top, pad_bottom, pad_left, pad_right;
+} cg_conv2d;
+
+/* OH = (in_h + pad_top + pad_bottom - dilation_h*(kernel_h-1) - 1)/stride_h + 1,
+ * OW likewise; 0 when the descriptor is invalid (cg_conv2d_check says why). */
+int cg_conv2d_output_h(const cg_conv2d *conv);
+int cg_conv2d_output_w(const cg_conv2d *conv);
+/* CG_OK, or the first problem of the descriptor (the same rules as
+ * ConvParameter, plus CG_ERR_BAD_SIZE when OH or OW would be < 1). */
+cg_status cg_conv2d_check(const cg_conv2d *conv);
+
+/* y = conv(x, w) + b; b may be NULL (no bias). */
+cg_status cg_conv2d_forward(const cg_conv2d *conv, const float *x, const float *w, const float *b,
+                            float *y, int core_mask);
+/* dx = the gradient of sum(y * dy) with respect to x. */
+cg_status cg_conv2d_backward_data(const cg_conv2d *conv, const float *dy, const float *w,
+                                  float *dx, int core_mask);
+/* dw = the gradient of sum(y * dy) with respect to w, in w's layout. */
+cg_status cg_conv2d_backward_weights(const cg_conv2d *conv, const float *x, const float *dy,
+                                     float *dw, int core_mask);
+/* db[c] = sum over n, oh, ow of dy[n, oh, ow, c]. */
+cg_status cg_conv2d_backward_bias(const cg_conv2d *conv, const float *dy, float *db,
+                                  int core_mask);
 
 /* ---- Emulated cores (vendor card names) ------------------------------- */
 /* Physical id (bit index in the mask) of the calling core; -1 outside a launch. */

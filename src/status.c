@@ -19,7 +19,7 @@ CG_API const char *cg_status_message(cg_status s)
     case CG_OK:
         return "success";
     case CG_ERR_NULL_POINTER:
-        return "a required pointer is NULL (input_dy, input_x, out_dw, conv_param or workspace_)";
+        return "a required pointer is NULL (a tensor, the parameters, or workspace_)";
     case CG_ERR_BAD_SIZE:
         return "a size is not positive (batch, input/output height or width, channels or kernel "
                "size)";
@@ -47,6 +47,8 @@ CG_API const char *cg_status_message(cg_status s)
         return "the library could not allocate its per-core scratch";
     case CG_ERR_THREAD:
         return "the thread of an emulated core could not be started";
+    case CG_ERR_BAD_LAYOUT:
+        return "cg_conv2d.layout must be CG_LAYOUT_NHWC or CG_LAYOUT_NCHW";
     }
     return "unknown convgrad status";
 }
