@@ -201,12 +201,15 @@ static void reduce_slice(const call *c, int rank)
 {
     const cg_plan *p = &c->plan;
     int parts = (int)min64(c->core_num, p->rows); /* cores past `rows` had no rows */
+    const float *part[32];
+    for (int i = 0; i < parts; i++)
+        part[i] = c->workspace + (size_t)i * p->dw_elems;
     size_t begin, end;
     float sum[CHUNK];
     cg_reduce_slice(p->dw_elems, REDUCE_UNIT, rank, c->core_num, &begin, &end);
     for (size_t e = begin; e < end; e += CHUNK) {
         size_t stop = end - e < CHUNK ? end : e + CHUNK;
-        cg_reduce_partials(sum, c->workspace, p->dw_elems, parts, e, stop);
+        cg_reduce_partials(sum, part, parts, e, stop);
         finish_into_out(c, e, sum, stop - e);
     }
 }

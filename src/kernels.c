@@ -56,9 +56,7 @@ static int64_t x_index(const cg_plan *p, const pixel *px, int64_t kh, int64_t kw
     return ((px->n * p->in_h + iy) * p->in_w + ix) * p->cin + channel;
 }
 
-/* dst[0, n) = src[0, n): runs here are often a few floats, where a call to
- * memcpy costs more than the copy. */
-static void copy_floats(float *restrict dst, const float *restrict src, int64_t n)
+void cg_copy_floats(float *restrict dst, const float *restrict src, int64_t n)
 {
     if (n > 16) {
         memcpy(dst, src, (size_t)n * sizeof(float));
@@ -134,7 +132,7 @@ static void pack_im2col(const cg_plan *p, const void *x, const cg_dw_block *blk,
                 if (at < 0)
                     memset(dst, 0, (size_t)(hi - lo) * sizeof(float));
                 else if (fp32 || one_go)
-                    copy_floats(dst, src + g * run, hi - lo);
+                    cg_copy_floats(dst, src + g * run, hi - lo);
                 else
                     load_floats(dst, x, at + g * run, hi - lo, p->dtype_size);
             }

@@ -45,6 +45,10 @@ void cg_depthwise3x3_rows_avx512(const cg_plan *plan, const void *dy, const void
                                  int64_t c_first, int64_t c_last, int64_t first, int64_t last,
                                  float *acc, float *dst);
 
+/* dst[0, n) = src[0, n): packing runs are often a few floats, where a call
+ * to memcpy costs more than the copy. */
+void cg_copy_floats(float *restrict dst, const float *restrict src, int64_t n);
+
 /* Most channels the depthwise kernel takes per block. */
 enum { CG_DEPTHWISE_MAX_BLOCK = 256 };
 #endif

@@ -176,8 +176,11 @@ Test(reduce, sums_partials_in_core_order)
     cgt_rng_seed(&rng, cgt_base_seed());
     for (int i = 0; i < PARTS * N; i++) /* wide magnitudes: order changes results */
         parts[i] = (float)(cgt_rng_sym(&rng) * pow(2.0, cgt_rng_int(&rng, -20, 20)));
+    const float *part[PARTS];
+    for (int p = 0; p < PARTS; p++)
+        part[p] = parts + p * N;
     for (int nparts = 1; nparts <= PARTS; nparts++) {
-        cg_reduce_partials(sum, parts, N, nparts, 100, 900);
+        cg_reduce_partials(sum, part, nparts, 100, 900);
         for (int i = 100; i < 900; i++) {
             float want = parts[i];
             for (int p = 1; p < nparts; p++)

@@ -20,6 +20,14 @@ void cg_gemm_atb_openblas(int m, int n, int k, const float *a, int lda, const fl
                 ldc);
 }
 
+void cg_gemm(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
+             const float *b, int ldb, float beta, float *c, int ldc)
+{
+    pthread_once(&blas_once, run_blas_single_threaded);
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+}
+
 void cg_gemm_atb_reference(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
                            float beta, float *c, int ldc)
 {

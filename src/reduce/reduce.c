@@ -1,14 +1,14 @@
 #include "reduce/reduce.h"
 
-void cg_reduce_partials(float *sum, const float *parts, size_t part_stride, int nparts,
-                        size_t begin, size_t end)
+void cg_reduce_partials(float *sum, const float *const *parts, int nparts, size_t begin,
+                        size_t end)
 {
     size_t len = end - begin;
-    const float *first = parts + begin;
+    const float *first = parts[0] + begin;
     for (size_t i = 0; i < len; i++)
         sum[i] = first[i];
     for (int p = 1; p < nparts; p++) {
-        const float *part = parts + (size_t)p * part_stride + begin;
+        const float *part = parts[p] + begin;
         for (size_t i = 0; i < len; i++)
             sum[i] += part[i];
     }

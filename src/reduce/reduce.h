@@ -5,9 +5,9 @@
 
 /* sum[i - begin] = parts[0][i] + parts[1][i] + ... + parts[nparts-1][i]
  * for i in [begin, end), added in part order so results do not depend on
- * timing. Part p starts at parts + p * part_stride. nparts >= 1. */
-void cg_reduce_partials(float *sum, const float *parts, size_t part_stride, int nparts,
-                        size_t begin, size_t end);
+ * timing. nparts >= 1. */
+void cg_reduce_partials(float *sum, const float *const *parts, int nparts, size_t begin,
+                        size_t end);
 
 /* The slice [begin, end) of n elements that member `rank` of `members`
  * reduces: balanced, in units of `unit` elements so slices do not share

@@ -1,0 +1,742 @@
+/* The training step on the cores of a mask: forward, input gradient, weight
+ * gradient and bias gradient, NHWC with OHWI weights or NCHW with OIHW.
+ *
+ * Each operation is a sequence of packed tiles and one GEMM per group:
+ *   forward   y  = col(x) w^T     tiles of output pixels, split among cores
+ *   weights   dw = dy^T col(x)    the same tiles; per-core partials, reduced in core order
+ *   data      dx = gather(dy) w   tiles of input pixels of one stride phase
+ * The input gradient gathers rather than scatters (col2im): all input pixels
+ * of one stride phase (iy mod stride_h, ix mod stride_w) are reached by the
+ * same kernel taps, so a tile of them is one dense GEMM over exactly those
+ * taps. Every dx element is written once, by one core: no zeroing pass, no
+ * atomics, and a strided convolution skips the taps that would multiply
+ * zeros. NHWC tiles are pixel-major ([pixel][tap][channel]: runs of
+ * channels), NCHW tiles channel-major ([channel][tap][pixel]: runs of an
+ * image row); either way the column order is the weights' own. */
+#include "conv2d.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "core_mask/core_mask_internal.h"
+#include "gemm/gemm.h"
+#include "kernels.h"
+#include "reduce/reduce.h"
+#include "status.h"
+
+enum { MAX_CORES = 32 };
+/* Reduction slices and bias channel blocks are whole cache lines. */
+enum { LINE_FLOATS = 16 };
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* ---- the descriptor ---------------------------------------------------- */
+
+static int64_t output_extent(int64_t in, int64_t pad_a, int64_t pad_b, int64_t kernel,
+                             int64_t dilation, int64_t stride)
+{
+    int64_t span = in + pad_a + pad_b - dilation * (kernel - 1) - 1;
+    return span < 0 ? 0 : span / stride + 1;
+}
+
+cg_status cg_conv2d_plan(const cg_conv2d *c, cg_plan *plan)
+{
+    if (!c)
+        return CG_ERR_NULL_POINTER;
+    if (c->layout != CG_LAYOUT_NHWC && c->layout != CG_LAYOUT_NCHW)
+        return CG_ERR_BAD_LAYOUT;
+    /* the operator's rules, on its parameters; the output size comes after */
+    ConvParameter p = {.output_batch_ = c->batch,
+                       .input_batch_ = c->batch,
+                       .input_h_ = c->in_h,
+                       .input_w_ = c->in_w,
+                       .output_h_ = 1,
+                       .output_w_ = 1,
+                       .input_channel_ = c->in_c,
+                       .output_channel_ = c->out_c,
+                       .kernel_h_ = c->kernel_h,
+                       .kernel_w_ = c->kernel_w,
+                       .group_ = c->groups,
+                       .pad_l_ = c->pad_left,
+                       .pad_u_ = c->pad_top,
+                       .dilation_h_ = c->dilation_h,
+                       .dilation_w_ = c->dilation_w,
+                       .stride_h_ = c->stride_h,
+                       .stride_w_ = c->stride_w,
+                       .buffer_size_ = INT_MAX,
+                       .pad_d_ = c->pad_bottom,
+                       .pad_r_ = c->pad_right};
+    cg_status s = cg_plan_make(&p, sizeof(float), plan);
+    if (s != CG_OK)
+        return s;
+    int64_t oh = output_extent(c->in_h, c->pad_top, c->pad_bottom, c->kernel_h, c->dilation_h,
+                               c->stride_h);
+    int64_t ow = output_extent(c->in_w, c->pad_left, c->pad_right, c->kernel_w, c->dilation_w,
+                               c->stride_w);
+    if (oh < 1 || ow < 1)
+        return CG_ERR_BAD_SIZE;
+    /* image planes are GEMM leading dimensions (int) */
+    if (oh * ow > INT_MAX || (int64_t)c->in_h * c->in_w > INT_MAX)
+        return CG_ERR_OVERFLOW;
+    p.output_h_ = (int)oh;
+    p.output_w_ = (int)ow;
+    return cg_plan_make(&p, sizeof(float), plan);
+}
+
+CG_API cg_status cg_conv2d_check(const cg_conv2d *conv)
+{
+    cg_plan plan;
+    return cg_conv2d_plan(conv, &plan);
+}
+
+CG_API int cg_conv2d_output_h(const cg_conv2d *conv)
+{
+    cg_plan plan;
+    return cg_conv2d_plan(conv, &plan) == CG_OK ? (int)plan.out_h : 0;
+}
+
+CG_API int cg_conv2d_output_w(const cg_conv2d *conv)
+{
+    cg_plan plan;
+    return cg_conv2d_plan(conv, &plan) == CG_OK ? (int)plan.out_w : 0;
+}
+
+/* ---- tensors, taps and tiles ------------------------------------------ */
+
+/* Where element (n, c, h, w) of an activation tensor lives, in elements. */
+typedef struct geometry {
+    int64_t sn, sc, sh, sw; /* strides */
+    int64_t h, w;           /* extent of the image */
+} geometry;
+
+static geometry geometry_of(int nchw, int64_t channels, int64_t h, int64_t w)
+{
+    if (nchw)
+        return (geometry){channels * h * w, h * w, w, 1, h, w};
+    return (geometry){h * w * channels, 1, w * channels, channels, h, w};
+}
+
+/* Taps along one axis: tap t of grid coordinate i reads source coordinate
+ * off[t] + i * step. */
+typedef struct axis {
+    const int64_t *off;
+    int64_t count, step;
+} axis;
+
+/* Pixels [first, first + count) of image n's grid of `width` columns. */
+typedef struct tile {
+    int64_t n, width, first, count;
+} tile;
+
+/* [*lo, *hi): the grid columns j in [j0, j1) with 0 <= off + j*step < size. */
+static void inside(int64_t off, int64_t step, int64_t size, int64_t j0, int64_t j1, int64_t *lo,
+                   int64_t *hi)
+{
+    int64_t begin = off >= 0 ? 0 : (-off + step - 1) / step;
+    int64_t end = off >= size ? 0 : (size - 1 - off) / step + 1;
+    *lo = min64(j1, max64(j0, begin));
+    *hi = max64(*lo, min64(j1, end));
+}
+
+/* Taps whose source columns are adjacent: one run per kernel row. */
+static int adjacent_taps(axis a)
+{
+    for (int64_t t = 1; t < a.count; t++)
+        if (a.off[t] != a.off[t - 1] + 1)
+            return 0;
+    return a.step >= 1;
+}
+
+/* Pixel-major: dst[t][(th * aw.count + tw) * nc + c] = src(n, c0 + c,
+ * ah.off[th] + i*ah.step, aw.off[tw] + j*aw.step) for tile pixel t = (i, j),
+ * 0 outside the source. Channels are contiguous (sc == 1). */
+static void pack_pixel_major(const float *src, const geometry *gm, const tile *tl, axis ah,
+                             axis aw, int64_t c0, int64_t nc, float *dst)
+{
+    const int64_t tap_row = aw.count * nc, row_len = ah.count * tap_row;
+    const int one_run = nc == gm->sw && adjacent_taps(aw); /* the whole pixel, adjacent taps */
+    int64_t i = tl->first / tl->width, j = tl->first % tl->width;
+    for (int64_t t = 0; t < tl->count; t++) {
+        for (int64_t th = 0; th < ah.count; th++) {
+            float *seg = dst + t * row_len + th * tap_row;
+            int64_t h = ah.off[th] + i * ah.step;
+            if (h < 0 || h >= gm->h) {
+                memset(seg, 0, (size_t)tap_row * sizeof(float));
+                continue;
+            }
+            const float *line = src + tl->n * gm->sn + h * gm->sh + c0;
+            if (one_run) {
+                int64_t lo, hi, w0 = aw.off[0] + j * aw.step;
+                inside(w0, 1, gm->w, 0, aw.count, &lo, &hi);
+                memset(seg, 0, (size_t)(lo * nc) * sizeof(float));
+                cg_copy_floats(seg + lo * nc, line + (w0 + lo) * gm->sw, (hi - lo) * nc);
+                memset(seg + hi * nc, 0, (size_t)((aw.count - hi) * nc) * sizeof(float));
+                continue;
+            }
+            for (int64_t tw = 0; tw < aw.count; tw++) {
+                int64_t w = aw.off[tw] + j * aw.step;
+                if (w < 0 || w >= gm->w)
+                    memset(seg + tw * nc, 0, (size_t)nc * sizeof(float));
+                else
+                    cg_copy_floats(seg + tw * nc, line + w * gm->sw, nc);
+            }
+        }
+        if (++j == tl->width) {
+            j = 0;
+            i++;
+        }
+    }
+}
+
+/* Channel-major: dst[(c * ah.count + th) * aw.count + tw][t], the same
+ * elements; a grid row's pixels are one run where the source row is
+ * contiguous and the step is 1. */
+static void pack_channel_major(const float *src, const geometry *gm, const tile *tl, axis ah,
+                               axis aw, int64_t c0, int64_t nc, float *dst)
+{
+    const int64_t count = tl->count;
+    for (int64_t c = 0; c < nc; c++) {
+        const float *plane = src + tl->n * gm->sn + (c0 + c) * gm->sc;
+        for (int64_t th = 0; th < ah.count; th++)
+            for (int64_t tw = 0; tw < aw.count; tw++) {
+                float *d = dst + ((c * ah.count + th) * aw.count + tw) * count;
+                int64_t i = tl->first / tl->width, j = tl->first % tl->width;
+                for (int64_t t = 0; t < count; t += tl->width - j, j = 0, i++) {
+                    int64_t end = min64(tl->width, j + count - t), lo = end, hi = end;
+                    int64_t h = ah.off[th] + i * ah.step;
+                    float *out = d + t - j; /* out[k] is grid column k of this row */
+                    if (h >= 0 && h < gm->h)
+                        inside(aw.off[tw], aw.step, gm->w, j, end, &lo, &hi);
+                    memset(out + j, 0, (size_t)(lo - j) * sizeof(float));
+                    if (hi > lo) {
+                        const float *line = plane + h * gm->sh;
+                        if (aw.step == 1 && gm->sw == 1)
+                            cg_copy_floats(out + lo, line + aw.off[tw] + lo, hi - lo);
+                        else
+                            for (int64_t k = lo; k < hi; k++)
+                                out[k] = line[(aw.off[tw] + k * aw.step) * gm->sw];
+                    }
+                    memset(out + hi, 0, (size_t)(end - hi) * sizeof(float));
+                }
+            }
+    }
+}
+
+/* The tile's pixel (i, j) is dst's (h0 + i*step_h, w0 + j*step_w), always
+ * inside: dst(n, c0 + c, that pixel) = res[t][c] (pixel-major) or res[c][t]
+ * (channel-major). */
+static void store_tile(const float *res, int channel_major, float *dst, const geometry *gm,
+                       const tile *tl, int64_t h0, int64_t step_h, int64_t w0, int64_t step_w,
+                       int64_t c0, int64_t nc)
+{
+    int64_t i = tl->first / tl->width, j = tl->first % tl->width;
+    for (int64_t t = 0; t < tl->count; t++) {
+        float *px = dst + tl->n * gm->sn + (h0 + i * step_h) * gm->sh + (w0 + j * step_w) * gm->sw +
+                    c0 * gm->sc;
+        if (channel_major)
+            for (int64_t c = 0; c < nc; c++)
+                px[c * gm->sc] = res[c * tl->count + t];
+        else
+            cg_copy_floats(px, res + t * nc, nc);
+        if (++j == tl->width) {
+            j = 0;
+            i++;
+        }
+    }
+}
+
+/* ---- one launch -------------------------------------------------------- */
+
+typedef struct job {
+    cg_conv2d_op op;
+    cg_plan plan;
+    int nchw;
+    const float *in0, *in1, *bias;
+    float *out;
+    int core_mask, members;
+    int64_t tile_rows;                /* 0: the library's choice */
+    const float *partial[MAX_CORES]; /* weights: each core's partial dw */
+    const float *phase_w;            /* data: w by stride phase, in core 0's scratch */
+    cg_status status;                /* of the whole launch, set by logical core 0 */
+} job;
+
+static int64_t rows_per_tile(const job *jb, int64_t width, int64_t rows)
+{
+    if (jb->tile_rows > 0)
+        return min64(jb->tile_rows, rows);
+    return cg_shared_tile_rows(width, rows);
+}
+
+/* The calling core's scratch: `ints` int64s, then `floats` floats. Every
+ * core of the launch learns whether all got theirs before anything is
+ * written, so a failure leaves the outputs untouched. */
+static int core_scratch(const job *jb, int64_t ints, int64_t floats, int64_t **int_part,
+                        float **float_part)
+{
+    size_t bytes = (size_t)ints * sizeof(int64_t) + (size_t)floats * sizeof(float);
+    void *mem = bytes ? cm_core_scratch(bytes) : NULL;
+    *int_part = mem;
+    *float_part = mem ? (float *)((int64_t *)mem + ints) : NULL;
+    return cm_bar_all(jb->core_mask, !bytes || mem);
+}
+
+/* ---- forward and weight gradient: tiles of output pixels -------------- */
+
+static void kernel_taps(const cg_plan *p, int64_t *off_h, int64_t *off_w, axis *ah, axis *aw)
+{
+    for (int64_t kh = 0; kh < p->kernel_h; kh++)
+        off_h[kh] = kh * p->dil_h - p->pad_u;
+    for (int64_t kw = 0; kw < p->kernel_w; kw++)
+        off_w[kw] = kw * p->dil_w - p->pad_l;
+    *ah = (axis){off_h, p->kernel_h, p->stride_h};
+    *aw = (axis){off_w, p->kernel_w, p->stride_w};
+}
+
+/* The im2col of x for group g over a tile: [pixel][K] (NHWC) or [K][pixel]. */
+static void pack_x(const job *jb, const tile *tl, axis ah, axis aw, int64_t g, float *col)
+{
+    const cg_plan *p = &jb->plan;
+    geometry gx = geometry_of(jb->nchw, p->cin, p->in_h, p->in_w);
+    if (jb->nchw)
+        pack_channel_major(jb->in0, &gx, tl, ah, aw, g * p->cin_g, p->cin_g, col);
+    else
+        pack_pixel_major(jb->in0, &gx, tl, ah, aw, g * p->cin_g, p->cin_g, col);
+}
+
+static void forward_tile(const job *jb, const tile *tl, axis ah, axis aw, float *col)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t k = p->row_len, plane = p->out_h * p->out_w, count = tl->count;
+    for (int64_t g = 0; g < p->groups; g++) {
+        const float *w = jb->in1 + g * p->cout_g * k, *b = jb->bias ? jb->bias + g * p->cout_g : 0;
+        pack_x(jb, tl, ah, aw, g, col);
+        if (jb->nchw) { /* y[co][pixel] = w[co][K] col[K][pixel] */
+            float *y = jb->out + (tl->n * p->cout + g * p->cout_g) * plane + tl->first;
+            for (int64_t co = 0; b && co < p->cout_g; co++)
+                for (int64_t t = 0; t < count; t++)
+                    y[co * plane + t] = b[co];
+            cg_gemm(0, 0, (int)p->cout_g, (int)count, (int)k, w, (int)k, col, (int)count,
+                    b ? 1.0f : 0.0f, y, (int)plane);
+        } else { /* y[pixel][co] = col[pixel][K] w[co][K]^T */
+            float *y = jb->out + (tl->n * plane + tl->first) * p->cout + g * p->cout_g;
+            for (int64_t t = 0; b && t < count; t++)
+                memcpy(y + t * p->cout, b, (size_t)p->cout_g * sizeof(float));
+            cg_gemm(0, 1, (int)count, (int)p->cout_g, (int)k, col, (int)k, w, (int)k,
+                    b ? 1.0f : 0.0f, y, (int)p->cout);
+        }
+    }
+}
+
+/* dw[co][K] (+)= dy[co][pixel] col, into this core's partial. */
+static void weights_tile(const job *jb, const tile *tl, axis ah, axis aw, float *col, float beta,
+                         float *dw)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t k = p->row_len, plane = p->out_h * p->out_w, count = tl->count;
+    for (int64_t g = 0; g < p->groups; g++) {
+        float *dst = dw + g * p->cout_g * k;
+        pack_x(jb, tl, ah, aw, g, col);
+        if (jb->nchw)
+            cg_gemm(0, 1, (int)p->cout_g, (int)k, (int)count,
+                    jb->in1 + (tl->n * p->cout + g * p->cout_g) * plane + tl->first, (int)plane,
+                    col, (int)count, beta, dst, (int)k);
+        else
+            cg_gemm_atb((int)p->cout_g, (int)k, (int)count,
+                        jb->in1 + (tl->n * plane + tl->first) * p->cout + g * p->cout_g,
+                        (int)p->cout, col, (int)k, beta, dst, (int)k);
+    }
+}
+
+/* Sums the partials of the cores that had pixels into this core's slice of
+ * dw, in core order. */
+static void reduce_weights(const job *jb, int rank)
+{
+    const cg_plan *p = &jb->plan;
+    int parts = (int)min64(jb->members, p->rows); /* cores past `rows` had none */
+    size_t begin, end;
+    cg_reduce_slice(p->dw_elems, LINE_FLOATS, rank, jb->members, &begin, &end);
+    if (begin < end)
+        cg_reduce_partials(jb->out + begin, jb->partial, parts, begin, end);
+}
+
+static cg_status output_pixels_core(job *jb, int rank)
+{
+    const cg_plan *p = &jb->plan;
+    const int weights = jb->op == CG_CONV2D_BACKWARD_WEIGHTS, own_partial = weights && jb->members > 1;
+    const int64_t plane = p->out_h * p->out_w;
+    int64_t first, last;
+    cg_split_range(p->rows, rank, jb->members, &first, &last);
+    const int64_t tile_rows = rows_per_tile(jb, p->row_len, last - first);
+    int64_t *offs;
+    float *col;
+    int64_t floats = first < last ? tile_rows * p->row_len : 0;
+    if (own_partial && first < last)
+        floats += (int64_t)p->dw_elems;
+    if (!core_scratch(jb, p->kernel_h + p->kernel_w, floats, &offs, &col))
+        return CG_ERR_NO_MEMORY;
+    float *dw = !own_partial ? jb->out : first < last ? col + tile_rows * p->row_len : NULL;
+    jb->partial[rank] = dw;
+    if (first < last) {
+        axis ah, aw;
+        kernel_taps(p, offs, offs + p->kernel_h, &ah, &aw);
+        for (int64_t row = first; row < last;) {
+            tile tl = {row / plane, p->out_w, row % plane, 0};
+            tl.count = min64(tile_rows, min64(last - row, plane - tl.first));
+            if (weights)
+                weights_tile(jb, &tl, ah, aw, col, row == first ? 0.0f : 1.0f, dw);
+            else
+                forward_tile(jb, &tl, ah, aw, col);
+            row += tl.count;
+        }
+    }
+    if (own_partial) {
+        cm_bar_all(jb->core_mask, 1); /* every partial written */
+        reduce_weights(jb, rank);
+    }
+    return CG_OK;
+}
+
+/* ---- input gradient: tiles of input pixels of one stride phase -------- */
+
+/* The taps of one axis by stride phase. Phase a (an input coordinate mod
+ * stride, a < count) is reached by the kernel positions k with
+ * k*dilation - pad = a (mod stride); they are listed in descending k, so
+ * their offsets into dy, (a + pad - k*dilation) / stride, ascend. Positions
+ * whose phase has no input pixel (a >= the input extent) are left out. */
+typedef struct phases {
+    int64_t count;    /* min(stride, input extent) */
+    int64_t *start;   /* [count + 1]: phase a's taps are [start[a], start[a+1]) */
+    int64_t *off;     /* [kernel]: offsets into dy, grouped by phase */
+    int64_t *phase;   /* [kernel]: the phase of kernel position k, or -1 */
+    int64_t *slot;    /* [kernel]: k's place among its phase's taps */
+    int64_t used;     /* start[count]: kernel positions that reach an input pixel */
+} phases;
+
+/* int64s build_phases needs: start, a cursor per phase, off, phase, slot. */
+static int64_t phase_ints(int64_t kernel, int64_t stride, int64_t in)
+{
+    return 2 * min64(stride, in) + 1 + 3 * kernel;
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* Kernel positions of one residue mod stride are spaced stride/gcd apart. */
+static int64_t most_taps_per_phase(int64_t kernel, int64_t dilation, int64_t stride)
+{
+    int64_t spacing = stride / gcd64(stride, dilation);
+    return (kernel + spacing - 1) / spacing;
+}
+
+static void build_phases(phases *ph, int64_t *ints, int64_t kernel, int64_t dilation, int64_t pad,
+                         int64_t stride, int64_t in)
+{
+    ph->count = min64(stride, in);
+    ph->start = ints;
+    ph->off = ph->start + ph->count + 1;
+    ph->phase = ph->off + kernel;
+    ph->slot = ph->phase + kernel;
+    int64_t *cursor = ph->slot + kernel;
+    memset(ph->start, 0, (size_t)(ph->count + 1) * sizeof(int64_t));
+    for (int64_t k = 0; k < kernel; k++) {
+        int64_t r = ((k * dilation - pad) % stride + stride) % stride;
+        ph->phase[k] = r < ph->count ? r : -1;
+        if (r < ph->count)
+            ph->start[r + 1]++;
+    }
+    for (int64_t a = 0; a < ph->count; a++) {
+        ph->start[a + 1] += ph->start[a];
+        cursor[a] = ph->start[a];
+    }
+    ph->used = ph->start[ph->count];
+    for (int64_t k = kernel - 1; k >= 0; k--) {
+        int64_t a = ph->phase[k];
+        if (a < 0)
+            continue;
+        ph->slot[k] = cursor[a] - ph->start[a];
+        ph->off[cursor[a]++] = (a + pad - k * dilation) / stride;
+    }
+}
+
+static int64_t taps_of(const phases *ph, int64_t a)
+{
+    return ph->start[a + 1] - ph->start[a];
+}
+
+/* Grid extent of phase a: input coordinates a, a + stride, ... < in. */
+static int64_t phase_extent(int64_t a, int64_t stride, int64_t in)
+{
+    return (in - a + stride - 1) / stride;
+}
+
+typedef struct data_tables {
+    phases h, w;
+    int64_t group_block; /* floats of one group's phase-ordered weights */
+} data_tables;
+
+/* Offset of phase (a, b)'s weights within a group's block. */
+static int64_t phase_weights_at(const cg_plan *p, const data_tables *dt, int64_t a, int64_t b)
+{
+    return (dt->h.start[a] * dt->w.used + taps_of(&dt->h, a) * dt->w.start[b]) * p->cout_g *
+           p->cin_g;
+}
+
+/* Row of tap (th, tw) and channel co within phase (a, b)'s weights: the
+ * order of the gathered dy tile's columns. */
+static int64_t phase_row(const job *jb, const data_tables *dt, int64_t a, int64_t b, int64_t th,
+                         int64_t tw, int64_t co)
+{
+    int64_t nh = taps_of(&dt->h, a), nw = taps_of(&dt->w, b);
+    if (jb->nchw)
+        return (co * nh + th) * nw + tw;
+    return (th * nw + tw) * jb->plan.cout_g + co;
+}
+
+/* Phase-ordered weights [group][phase][row][ci] for output channels
+ * [co_first, co_last). */
+static void pack_phase_weights(const job *jb, const data_tables *dt, int64_t co_first,
+                               int64_t co_last, float *dst)
+{
+    const cg_plan *p = &jb->plan;
+    for (int64_t co = co_first; co < co_last; co++) {
+        const int64_t g = co / p->cout_g, col = co % p->cout_g;
+        for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+            const int64_t a = dt->h.phase[kh];
+            for (int64_t kw = 0; a >= 0 && kw < p->kernel_w; kw++) {
+                const int64_t b = dt->w.phase[kw];
+                if (b < 0)
+                    continue;
+                float *row = dst + g * dt->group_block + phase_weights_at(p, dt, a, b) +
+                             phase_row(jb, dt, a, b, dt->h.slot[kh], dt->w.slot[kw], col) *
+                                 p->cin_g;
+                const int64_t tap = kh * p->kernel_w + kw;
+                for (int64_t ci = 0; ci < p->cin_g; ci++)
+                    row[ci] = jb->nchw ? jb->in1[(co * p->cin_g + ci) * p->taps + tap]
+                                       : jb->in1[(co * p->taps + tap) * p->cin_g + ci];
+            }
+        }
+    }
+}
+
+/* dx over a tile of phase (a, b)'s grid, every group. */
+static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int64_t a, int64_t b,
+                      float *gathered, float *res)
+{
+    const cg_plan *p = &jb->plan;
+    const geometry gdy = geometry_of(jb->nchw, p->cout, p->out_h, p->out_w);
+    const geometry gdx = geometry_of(jb->nchw, p->cin, p->in_h, p->in_w);
+    const int64_t nh = taps_of(&dt->h, a), nw = taps_of(&dt->w, b), kp = nh * nw * p->cout_g;
+    const int64_t count = tl->count, in_plane = p->in_h * p->in_w;
+    /* stride 1: the tile is consecutive pixels of dx, written in place */
+    const int direct = p->stride_h == 1 && p->stride_w == 1;
+    const axis ah = {dt->h.off + dt->h.start[a], nh, 1}, aw = {dt->w.off + dt->w.start[b], nw, 1};
+    for (int64_t g = 0; g < p->groups; g++) {
+        const float *w = jb->phase_w + g * dt->group_block + phase_weights_at(p, dt, a, b);
+        float *dst = res;
+        int64_t ld = jb->nchw ? count : p->cin_g;
+        if (direct) {
+            dst = jb->nchw ? jb->out + (tl->n * p->cin + g * p->cin_g) * in_plane + tl->first
+                           : jb->out + (tl->n * in_plane + tl->first) * p->cin + g * p->cin_g;
+            ld = jb->nchw ? in_plane : p->cin;
+        }
+        if (kp == 0) { /* no tap reaches these pixels */
+            for (int64_t r = 0; r < (jb->nchw ? p->cin_g : count); r++)
+                memset(dst + r * ld, 0, (size_t)(jb->nchw ? count : p->cin_g) * sizeof(float));
+        } else if (jb->nchw) { /* dx[ci][pixel] = w[row][ci]^T gathered[row][pixel] */
+            pack_channel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, gathered);
+            cg_gemm(1, 0, (int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered,
+                    (int)count, 0.0f, dst, (int)ld);
+        } else { /* dx[pixel][ci] = gathered[pixel][row] w[row][ci] */
+            pack_pixel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, gathered);
+            cg_gemm(0, 0, (int)count, (int)p->cin_g, (int)kp, gathered, (int)kp, w, (int)p->cin_g,
+                    0.0f, dst, (int)ld);
+        }
+        if (!direct)
+            store_tile(res, jb->nchw, jb->out, &gdx, tl, a, p->stride_h, b, p->stride_w,
+                       g * p->cin_g, p->cin_g);
+    }
+}
+
+/* Runs data_tile over the part [first, last) of the pixel order (image,
+ * phase a, phase b, grid pixel). */
+static void data_pixels(const job *jb, const data_tables *dt, int64_t first, int64_t last,
+                        int64_t tile_rows, float *gathered, float *res)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t in_plane = p->in_h * p->in_w;
+    for (int64_t n = first / in_plane, at = n * in_plane; at < last; n++)
+        for (int64_t a = 0; a < dt->h.count; a++)
+            for (int64_t b = 0; b < dt->w.count; b++) {
+                const int64_t width = phase_extent(b, p->stride_w, p->in_w);
+                const int64_t size = phase_extent(a, p->stride_h, p->in_h) * width;
+                for (int64_t q = max64(first, at) - at; q < min64(last - at, size);) {
+                    tile tl = {n, width, q, min64(tile_rows, min64(last - at, size) - q)};
+                    data_tile(jb, dt, &tl, a, b, gathered, res);
+                    q += tl.count;
+                }
+                at += size;
+            }
+}
+
+static cg_status data_core(job *jb, int rank)
+{
+    const cg_plan *p = &jb->plan;
+    data_tables dt;
+    int64_t first, last, co_first, co_last;
+    cg_split_range(p->batch * p->in_h * p->in_w, rank, jb->members, &first, &last);
+    cg_split_range(p->cout, rank, jb->members, &co_first, &co_last);
+    const int64_t most = most_taps_per_phase(p->kernel_h, p->dil_h, p->stride_h) *
+                         most_taps_per_phase(p->kernel_w, p->dil_w, p->stride_w) * p->cout_g;
+    const int64_t tile_rows = rows_per_tile(jb, most + p->cin_g, last - first);
+    const int64_t ints_h = phase_ints(p->kernel_h, p->stride_h, p->in_h);
+    const int64_t ints_w = phase_ints(p->kernel_w, p->stride_w, p->in_w);
+    int64_t floats = first < last ? tile_rows * (most + p->cin_g) : 0;
+    const int64_t weights_at = floats;
+    if (rank == 0)
+        floats += (int64_t)p->dw_elems;
+    int64_t *ints;
+    float *mem;
+    if (!core_scratch(jb, ints_h + ints_w, floats, &ints, &mem))
+        return CG_ERR_NO_MEMORY;
+    build_phases(&dt.h, ints, p->kernel_h, p->dil_h, p->pad_u, p->stride_h, p->in_h);
+    build_phases(&dt.w, ints + ints_h, p->kernel_w, p->dil_w, p->pad_l, p->stride_w, p->in_w);
+    dt.group_block = dt.h.used * dt.w.used * p->cout_g * p->cin_g;
+    if (rank == 0)
+        jb->phase_w = mem + weights_at;
+    cm_bar_all(jb->core_mask, 1); /* core 0's weight buffer is known */
+    pack_phase_weights(jb, &dt, co_first, co_last, (float *)jb->phase_w);
+    cm_bar_all(jb->core_mask, 1); /* the weights are packed */
+    if (first < last)
+        data_pixels(jb, &dt, first, last, tile_rows, mem, mem + tile_rows * most);
+    return CG_OK;
+}
+
+/* ---- bias gradient: blocks of channels -------------------------------- */
+
+/* Sums in double: dy has N*OH*OW terms per channel, too many for float. */
+static cg_status bias_core(job *jb, int rank)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t plane = p->out_h * p->out_w, blocks = (p->cout + LINE_FLOATS - 1) / LINE_FLOATS;
+    int64_t first, last;
+    cg_split_range(blocks, rank, jb->members, &first, &last);
+    const int64_t c0 = first * LINE_FLOATS, c1 = min64(p->cout, last * LINE_FLOATS);
+    int64_t *unused;
+    float *mem;
+    /* doubles, counted as pairs of floats */
+    if (!core_scratch(jb, 0, 2 * max64(0, c1 - c0), &unused, &mem))
+        return CG_ERR_NO_MEMORY;
+    if (c0 >= c1)
+        return CG_OK;
+    double *sum = (double *)mem;
+    const float *dy = jb->in0;
+    for (int64_t c = c0; c < c1; c++)
+        sum[c - c0] = 0.0;
+    if (jb->nchw) {
+        for (int64_t n = 0; n < p->batch; n++)
+            for (int64_t c = c0; c < c1; c++) {
+                const float *run = dy + (n * p->cout + c) * plane;
+                double s = 0.0;
+                for (int64_t i = 0; i < plane; i++)
+                    s += run[i];
+                sum[c - c0] += s;
+            }
+    } else {
+        for (int64_t row = 0; row < p->rows; row++)
+            for (int64_t c = c0; c < c1; c++)
+                sum[c - c0] += dy[row * p->cout + c];
+    }
+    for (int64_t c = c0; c < c1; c++)
+        jb->out[c] = (float)sum[c - c0];
+    return CG_OK;
+}
+
+/* ---- entry points ------------------------------------------------------ */
+
+static void core_entry(void *arg)
+{
+    job *jb = arg;
+    int rank = GetLogicCoreId(jb->core_mask, get_core_id());
+    cg_status s = CG_OK;
+    switch (jb->op) {
+    case CG_CONV2D_FORWARD:
+    case CG_CONV2D_BACKWARD_WEIGHTS:
+        s = output_pixels_core(jb, rank);
+        break;
+    case CG_CONV2D_BACKWARD_DATA:
+        s = data_core(jb, rank);
+        break;
+    case CG_CONV2D_BACKWARD_BIAS:
+        s = bias_core(jb, rank);
+        break;
+    }
+    if (rank == 0)
+        jb->status = s;
+}
+
+cg_status cg_conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0,
+                        const float *in1, const float *bias, float *out, int core_mask,
+                        int64_t tile_rows)
+{
+    if (!conv || !in0 || (op != CG_CONV2D_BACKWARD_BIAS && !in1) || !out)
+        return CG_ERR_NULL_POINTER;
+    job jb = {.op = op,
+              .nchw = conv->layout == CG_LAYOUT_NCHW,
+              .in0 = in0,
+              .in1 = in1,
+              .bias = bias,
+              .out = out,
+              .core_mask = core_mask,
+              .tile_rows = tile_rows};
+    cg_status s = cg_conv2d_plan(conv, &jb.plan);
+    if (s != CG_OK)
+        return s;
+    /* host mode only: the library launches the cores itself */
+    if (core_mask == 0 || get_core_id() >= 0)
+        return CG_ERR_CORE_MASK;
+    jb.members = GetCoreNum(core_mask);
+    int rc = core_mask_launch(core_mask, core_entry, &jb);
+    return rc != 0 ? (cg_status)rc : jb.status;
+}
+
+CG_API cg_status cg_conv2d_forward(const cg_conv2d *conv, const float *x, const float *w,
+                                   const float *b, float *y, int core_mask)
+{
+    return cg_record_status(cg_conv2d_run(CG_CONV2D_FORWARD, conv, x, w, b, y, core_mask, 0));
+}
+
+CG_API cg_status cg_conv2d_backward_data(const cg_conv2d *conv, const float *dy, const float *w,
+                                         float *dx, int core_mask)
+{
+    return cg_record_status(
+        cg_conv2d_run(CG_CONV2D_BACKWARD_DATA, conv, dy, w, NULL, dx, core_mask, 0));
+}
+
+CG_API cg_status cg_conv2d_backward_weights(const cg_conv2d *conv, const float *x,
+                                            const float *dy, float *dw, int core_mask)
+{
+    return cg_record_status(
+        cg_conv2d_run(CG_CONV2D_BACKWARD_WEIGHTS, conv, x, dy, NULL, dw, core_mask, 0));
+}
+
+CG_API cg_status cg_conv2d_backward_bias(const cg_conv2d *conv, const float *dy, float *db,
+                                         int core_mask)
+{
+    return cg_record_status(
+        cg_conv2d_run(CG_CONV2D_BACKWARD_BIAS, conv, dy, NULL, NULL, db, core_mask, 0));
+}

@@ -1,0 +1,25 @@
+/* The training-step operations behind the public cg_conv2d_* functions. */
+#ifndef CG_CONV2D_H
+#define CG_CONV2D_H
+#include <stdint.h>
+
+#include "convgrad.h"
+#include "plan.h"
+
+typedef enum cg_conv2d_op {
+    CG_CONV2D_FORWARD,          /* in0 = x,  in1 = w,  bias = b (may be NULL), out = y  */
+    CG_CONV2D_BACKWARD_DATA,    /* in0 = dy, in1 = w,                          out = dx */
+    CG_CONV2D_BACKWARD_WEIGHTS, /* in0 = x,  in1 = dy,                         out = dw */
+    CG_CONV2D_BACKWARD_BIAS     /* in0 = dy,                                   out = db */
+} cg_conv2d_op;
+
+/* Validates conv and fills plan with its shape (output size computed, the
+ * ConvParameter rules applied). */
+cg_status cg_conv2d_plan(const cg_conv2d *conv, cg_plan *plan);
+
+/* One operation on core_mask. tile_rows > 0 forces the rows of each tile
+ * (tests use it to reach tile edges); 0 lets the library choose. */
+cg_status cg_conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0,
+                        const float *in1, const float *bias, float *out, int core_mask,
+                        int64_t tile_rows);
+#endif
