@@ -497,7 +497,7 @@ static int64_t phase_weights_at(const cg_plan *p, const data_tables *dt, int64_t
 }
 
 /* Row of tap (th, tw) and channel co within phase (a, b)'s weights: the
- * order of the gathered dy tile's columns. */
+ * order of the gathered dy tile's columns (pixel-major) or rows. */
 static int64_t phase_row(const job *jb, const data_tables *dt, int64_t a, int64_t b, int64_t th,
                          int64_t tw, int64_t co)
 {
@@ -559,8 +559,8 @@ static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int6
                 memset(dst + r * ld, 0, (size_t)(jb->nchw ? count : p->cin_g) * sizeof(float));
         } else if (jb->nchw) { /* dx[ci][pixel] = w[row][ci]^T gathered[row][pixel] */
             pack_channel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, gathered);
-            cg_gemm(1, 0, (int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered,
-                    (int)count, 0.0f, dst, (int)ld);
+            cg_gemm_atb((int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered,
+                        (int)count, 0.0f, dst, (int)ld);
         } else { /* dx[pixel][ci] = gathered[pixel][row] w[row][ci] */
             pack_pixel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, gathered);
             cg_gemm(0, 0, (int)count, (int)p->cin_g, (int)kp, gathered, (int)kp, w, (int)p->cin_g,
@@ -666,6 +666,126 @@ static cg_status bias_core(job *jb, int rank)
     return CG_OK;
 }
 
+/* ---- depthwise NHWC: vectors of channels, no GEMM --------------------- */
+
+/* One input and one output channel per group: a GEMM per group would be a
+ * dot product of `taps` terms, so the pixels are walked directly, each tap a
+ * multiply-add over the channel vector, with w as [tap][channel]. */
+static int depthwise_nhwc(const job *jb)
+{
+    return !jb->nchw && jb->plan.cin_g == 1 && jb->plan.cout_g == 1;
+}
+
+static void transpose_taps(const cg_plan *p, const float *w, float *by_tap)
+{
+    for (int64_t c = 0; c < p->cout; c++)
+        for (int64_t tap = 0; tap < p->taps; tap++)
+            by_tap[tap * p->cout + c] = w[c * p->taps + tap];
+}
+
+/* y[row] = b + sum over taps of x(tap) * w[tap], for output pixels [first, last). */
+static void depthwise_forward(const job *jb, const float *by_tap, int64_t first, int64_t last)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t c = p->cout, plane = p->out_h * p->out_w;
+    for (int64_t row = first; row < last; row++) {
+        const int64_t n = row / plane, oh = row % plane / p->out_w, ow = row % p->out_w;
+        float *y = jb->out + row * c;
+        if (jb->bias)
+            memcpy(y, jb->bias, (size_t)c * sizeof(float));
+        else
+            memset(y, 0, (size_t)c * sizeof(float));
+        for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+            const int64_t ih = oh * p->stride_h + kh * p->dil_h - p->pad_u;
+            for (int64_t kw = 0; ih >= 0 && ih < p->in_h && kw < p->kernel_w; kw++) {
+                const int64_t iw = ow * p->stride_w + kw * p->dil_w - p->pad_l;
+                if (iw >= 0 && iw < p->in_w)
+                    cg_multiply_add(y, jb->in0 + ((n * p->in_h + ih) * p->in_w + iw) * c,
+                                    by_tap + (kh * p->kernel_w + kw) * c, c);
+            }
+        }
+    }
+}
+
+/* Output coordinate that input coordinate `in` meets through kernel
+ * position k, or -1. */
+static int64_t output_of(int64_t in, int64_t k, int64_t dilation, int64_t pad, int64_t stride,
+                         int64_t out)
+{
+    const int64_t t = in + pad - k * dilation;
+    if (t < 0 || t % stride)
+        return -1;
+    return t / stride < out ? t / stride : -1;
+}
+
+/* dx[pixel] = sum over the taps that reach it of dy(tap) * w[tap], for input
+ * pixels [first, last). */
+static void depthwise_data(const job *jb, const float *by_tap, int64_t first, int64_t last)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t c = p->cout, plane = p->in_h * p->in_w;
+    for (int64_t pixel = first; pixel < last; pixel++) {
+        const int64_t n = pixel / plane, ih = pixel % plane / p->in_w, iw = pixel % p->in_w;
+        float *dx = jb->out + pixel * c;
+        memset(dx, 0, (size_t)c * sizeof(float));
+        for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+            const int64_t oh = output_of(ih, kh, p->dil_h, p->pad_u, p->stride_h, p->out_h);
+            for (int64_t kw = 0; oh >= 0 && kw < p->kernel_w; kw++) {
+                const int64_t ow = output_of(iw, kw, p->dil_w, p->pad_l, p->stride_w, p->out_w);
+                if (ow >= 0)
+                    cg_multiply_add(dx, jb->in0 + ((n * p->out_h + oh) * p->out_w + ow) * c,
+                                    by_tap + (kh * p->kernel_w + kw) * c, c);
+            }
+        }
+    }
+}
+
+/* Forward and input gradient, split by pixels. */
+static cg_status depthwise_core(job *jb, int rank)
+{
+    const cg_plan *p = &jb->plan;
+    const int forward = jb->op == CG_CONV2D_FORWARD;
+    const int64_t pixels = forward ? p->rows : p->batch * p->in_h * p->in_w;
+    int64_t first, last, *unused;
+    float *by_tap;
+    cg_split_range(pixels, rank, jb->members, &first, &last);
+    if (!core_scratch(jb, 0, first < last ? p->taps * p->cout : 0, &unused, &by_tap))
+        return CG_ERR_NO_MEMORY;
+    if (first == last)
+        return CG_OK;
+    transpose_taps(p, jb->in1, by_tap);
+    if (forward)
+        depthwise_forward(jb, by_tap, first, last);
+    else
+        depthwise_data(jb, by_tap, first, last);
+    return CG_OK;
+}
+
+/* The weight gradient with the operator's depthwise kernel (dilation 1),
+ * into per-core partials [channel][tap]. */
+static cg_status depthwise_weights_core(job *jb, int rank)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t block = min64(p->cout, CG_DEPTHWISE_MAX_BLOCK);
+    int64_t first, last, *unused;
+    float *acc;
+    cg_split_range(p->rows, rank, jb->members, &first, &last);
+    const int own_partial = jb->members > 1;
+    int64_t floats = first < last ? p->taps * block + (own_partial ? (int64_t)p->dw_elems : 0) : 0;
+    if (!core_scratch(jb, 0, floats, &unused, &acc))
+        return CG_ERR_NO_MEMORY;
+    float *dw = !own_partial ? jb->out : first < last ? acc + p->taps * block : NULL;
+    jb->partial[rank] = dw;
+    for (int64_t c0 = 0; first < last && c0 < p->cout; c0 += block)
+        cg_depthwise_rows(p, jb->in1, jb->in0, c0, min64(p->cout, c0 + block), first, last, acc,
+                          dw + c0 * p->taps);
+    if (own_partial) {
+        cm_bar_all(jb->core_mask, 1); /* every partial written */
+        reduce_weights(jb, rank);
+    }
+    return CG_OK;
+}
+
 /* ---- entry points ------------------------------------------------------ */
 
 static void core_entry(void *arg)
@@ -673,13 +793,17 @@ static void core_entry(void *arg)
     job *jb = arg;
     int rank = GetLogicCoreId(jb->core_mask, get_core_id());
     cg_status s = CG_OK;
+    const int depthwise = depthwise_nhwc(jb);
     switch (jb->op) {
     case CG_CONV2D_FORWARD:
+        s = depthwise ? depthwise_core(jb, rank) : output_pixels_core(jb, rank);
+        break;
     case CG_CONV2D_BACKWARD_WEIGHTS:
-        s = output_pixels_core(jb, rank);
+        s = depthwise && jb->plan.path == CG_PATH_DEPTHWISE ? depthwise_weights_core(jb, rank)
+                                                             : output_pixels_core(jb, rank);
         break;
     case CG_CONV2D_BACKWARD_DATA:
-        s = data_core(jb, rank);
+        s = depthwise ? depthwise_core(jb, rank) : data_core(jb, rank);
         break;
     case CG_CONV2D_BACKWARD_BIAS:
         s = bias_core(jb, rank);

@@ -247,15 +247,15 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
     }
 }
 
-/* acc[c] += dy[c] * x[c]: the depthwise inner loop, cloned per ISA. Not
+/* The depthwise inner loop, cloned per ISA. Not
  * under TSan, whose runtime is not up yet when ifunc resolvers run. */
 #if defined(__SANITIZE_THREAD__)
 #define CG_PER_ISA_CLONES
 #else
 #define CG_PER_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-CG_PER_ISA_CLONES static void multiply_add(float *restrict acc, const float *restrict dy,
-                                           const float *restrict x, int64_t n)
+CG_PER_ISA_CLONES void cg_multiply_add(float *restrict acc, const float *restrict dy,
+                                       const float *restrict x, int64_t n)
 {
     for (int64_t c = 0; c < n; c++)
         acc[c] += dy[c] * x[c];
@@ -286,7 +286,7 @@ void cg_depthwise_rows_reference(const cg_plan *plan, const void *dy, const void
                     x_row = (const float *)x + at;
                 else
                     load_floats(x_floats, x, at, channels, 2);
-                multiply_add(acc + (kh * plan->kernel_w + kw) * channels, dy_row, x_row, channels);
+                cg_multiply_add(acc + (kh * plan->kernel_w + kw) * channels, dy_row, x_row, channels);
             }
     }
     for (int64_t c = 0; c < channels; c++) /* tap-major sums -> dw rows [c][tap] */

@@ -49,6 +49,10 @@ void cg_depthwise3x3_rows_avx512(const cg_plan *plan, const void *dy, const void
  * to memcpy costs more than the copy. */
 void cg_copy_floats(float *restrict dst, const float *restrict src, int64_t n);
 
+/* acc[c] += a[c] * b[c], c < n: the depthwise inner loop. */
+void cg_multiply_add(float *restrict acc, const float *restrict a, const float *restrict b,
+                     int64_t n);
+
 /* Most channels the depthwise kernel takes per block. */
 enum { CG_DEPTHWISE_MAX_BLOCK = 256 };
 #endif
