@@ -55,7 +55,8 @@ typedef enum cg_status {
     CG_ERR_BATCH_MISMATCH = -7,   /* input_batch_ != output_batch_ */
     CG_ERR_BUFFER_TOO_SMALL = -8, /* buffer_size_ under 2*(Kh*Kw*Cin/G)*sizeof(dtype) */
     CG_ERR_CORE_MASK = -9,        /* core_mask 0, or not inside the calling launch */
-    CG_ERR_OVERFLOW = -10,        /* an element or byte count overflows */
+    CG_ERR_OVERFLOW = -10,        /* an element or byte count overflows (cg_conv2d: or an
+                                     image plane, in_h*in_w or OH*OW, exceeds INT_MAX) */
     CG_ERR_CORE_BUSY = -11,       /* a core of the mask is busy in another launch */
     CG_ERR_NO_MEMORY = -12,       /* the library's own scratch could not be allocated */
     CG_ERR_THREAD = -13,          /* an emulated core's thread could not be started */

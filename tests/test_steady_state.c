@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "conv2d_reference.h"
 #include "support.h"
 
 static atomic_int counting, allocations;
@@ -106,4 +107,66 @@ Test(steady_state, calls_after_the_first_allocate_nothing)
                                  half ? "hp" : "fp", private_call ? "_p" : "_s", (unsigned)masks[m],
                                  n);
                 }
+}
+
+/* The training step: after one call of each of the four cg_conv2d functions,
+ * further calls allocate nothing, in both layouts, on 2 cores; shapes with
+ * groups, stride and pads, and depthwise. */
+Test(steady_state, conv2d_calls_after_the_first_allocate_nothing)
+{
+    /* clang-format off */
+    const cg_conv2d shapes[] = {
+        {.batch = 2, .in_h = 12, .in_w = 10, .in_c = 16, .out_c = 24, .kernel_h = 3, .kernel_w = 3,
+         .groups = 2, .stride_h = 2, .stride_w = 1, .dilation_h = 1, .dilation_w = 2,
+         .pad_top = 1, .pad_bottom = 0, .pad_left = 2, .pad_right = 1},
+        {.batch = 2, .in_h = 12, .in_w = 10, .in_c = 16, .out_c = 16, .kernel_h = 3, .kernel_w = 3,
+         .groups = 16, .stride_h = 1, .stride_w = 1, .dilation_h = 1, .dilation_w = 1,
+         .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1},
+    };
+    /* clang-format on */
+    const char *names[] = {"forward", "backward_data", "backward_weights", "backward_bias"};
+    const int mask = 0x3;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int layout = 0; layout < 2; layout++) {
+            cg_conv2d c = shapes[s];
+            c.layout = (cg_layout)layout;
+            const size_t nx = cref_x_elems(&c), ny = cref_y_elems(&c), nw = cref_w_elems(&c);
+            float *x = calloc(nx, sizeof(float)), *dx = calloc(nx, sizeof(float));
+            float *y = calloc(ny, sizeof(float)), *dy = calloc(ny, sizeof(float));
+            float *w = calloc(nw, sizeof(float)), *dw = calloc(nw, sizeof(float));
+            float *b = calloc((size_t)c.out_c, sizeof(float));
+            float *db = calloc((size_t)c.out_c, sizeof(float));
+            int counts[4] = {0, 0, 0, 0};
+            for (int round = 0; round < 6; round++) { /* round 0: the first calls */
+                for (int f = 0; f < 4; f++) {
+                    atomic_store(&allocations, 0);
+                    atomic_store(&counting, round > 0);
+                    cg_status st;
+                    if (f == 0)
+                        st = cg_conv2d_forward(&c, x, w, b, y, mask);
+                    else if (f == 1)
+                        st = cg_conv2d_backward_data(&c, dy, w, dx, mask);
+                    else if (f == 2)
+                        st = cg_conv2d_backward_weights(&c, x, dy, dw, mask);
+                    else
+                        st = cg_conv2d_backward_bias(&c, dy, db, mask);
+                    atomic_store(&counting, 0);
+                    counts[f] += atomic_load(&allocations);
+                    cr_assert_eq(st, CG_OK, "shape %zu layout %d %s: status %d", s, layout,
+                                 names[f], st);
+                }
+            }
+            free(x);
+            free(dx);
+            free(y);
+            free(dy);
+            free(w);
+            free(dw);
+            free(b);
+            free(db);
+            for (int f = 0; f < 4; f++)
+                cr_expect_eq(counts[f], 0,
+                             "shape %zu %s cg_conv2d_%s mask %#x: %d allocations in 5 calls", s,
+                             layout ? "NCHW" : "NHWC", names[f], (unsigned)mask, counts[f]);
+        }
 }
