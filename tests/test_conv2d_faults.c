@@ -1,0 +1,124 @@
+/* Fault injection on the training-step functions (src/fault.h; this
+ * executable links the CONVGRAD_FAULT_INJECTION copy of the library): a
+ * core's scratch that cannot be allocated, and a core's thread that cannot
+ * start. The failing call returns CG_ERR_NO_MEMORY / CG_ERR_THREAD (also in
+ * cg_last_status), its output is bit-for-bit untouched, and the next call is
+ * exact (tests/conv2d_reference.c, integer data). Each case runs on cores no
+ * other case uses, since the TSan tree runs every test in one process where
+ * the cores' scratch persists. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv2d.h"
+#include "conv2d_reference.h"
+#include "fault.h"
+#include "support.h"
+
+enum { OPS = 4 };
+static const char *const OP_NAMES[OPS] = {"forward", "backward_data", "backward_weights",
+                                          "backward_bias"};
+
+typedef struct buffers {
+    cg_conv2d c;
+    float *x, *w, *b, *dy, *out, *before, *want;
+    size_t n_out;
+} buffers;
+
+static float *integers(cgt_rng *r, size_t n)
+{
+    float *v = malloc(n * sizeof(float));
+    cr_assert(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)cgt_rng_int(r, -3, 3);
+    return v;
+}
+
+/* A strided, padded, grouped convolution: every operation needs scratch. */
+static void buffers_init(buffers *f, cg_layout layout, int op)
+{
+    f->c = (cg_conv2d){.layout = layout, .batch = 2, .in_h = 9, .in_w = 8, .in_c = 6,
+                       .out_c = 4, .kernel_h = 3, .kernel_w = 2, .groups = 2, .stride_h = 2,
+                       .stride_w = 1, .dilation_h = 1, .dilation_w = 2, .pad_top = 1,
+                       .pad_bottom = 2, .pad_left = 0, .pad_right = 1};
+    cgt_rng r;
+    cgt_rng_seed(&r, cgt_mix64(cgt_base_seed() ^ (uint64_t)(layout * OPS + op)));
+    f->x = integers(&r, cref_x_elems(&f->c));
+    f->w = integers(&r, cref_w_elems(&f->c));
+    f->b = integers(&r, (size_t)f->c.out_c);
+    f->dy = integers(&r, cref_y_elems(&f->c));
+    const size_t sizes[OPS] = {cref_y_elems(&f->c), cref_x_elems(&f->c), cref_w_elems(&f->c),
+                               (size_t)f->c.out_c};
+    f->n_out = sizes[op];
+    f->out = integers(&r, f->n_out); /* stands for whatever the caller had there */
+    f->before = malloc(f->n_out * sizeof(float));
+    f->want = malloc(f->n_out * sizeof(float));
+    cr_assert(f->before && f->want);
+    memcpy(f->before, f->out, f->n_out * sizeof(float));
+    switch (op) {
+    case 0: cref_forward_f32(&f->c, f->x, f->w, f->b, f->want); break;
+    case 1: cref_backward_data_f32(&f->c, f->dy, f->w, f->want); break;
+    case 2: cref_backward_weights_f32(&f->c, f->x, f->dy, f->want); break;
+    default: cref_backward_bias_f32(&f->c, f->dy, f->want); break;
+    }
+}
+
+static void buffers_free(buffers *f)
+{
+    free(f->x);
+    free(f->w);
+    free(f->b);
+    free(f->dy);
+    free(f->out);
+    free(f->before);
+    free(f->want);
+}
+
+static cg_status call(buffers *f, int op, int mask)
+{
+    switch (op) {
+    case 0: return cg_conv2d_forward(&f->c, f->x, f->w, f->b, f->out, mask);
+    case 1: return cg_conv2d_backward_data(&f->c, f->dy, f->w, f->out, mask);
+    case 2: return cg_conv2d_backward_weights(&f->c, f->x, f->dy, f->out, mask);
+    default: return cg_conv2d_backward_bias(&f->c, f->dy, f->out, mask);
+    }
+}
+
+/* The armed call fails with `want` and writes nothing; disarmed, the next
+ * call is exact. */
+static void fails_then_recovers(int op, cg_layout layout, int mask, cg_fault_point point,
+                                cg_status want)
+{
+    buffers f;
+    buffers_init(&f, layout, op);
+    const char *what = OP_NAMES[op], *lay = layout == CG_LAYOUT_NCHW ? "NCHW" : "NHWC";
+    cg_fault_arm(point, 1, -1);
+    cg_status st = call(&f, op, mask);
+    long fired = cg_fault_failures(point);
+    cg_fault_disarm_all();
+    cr_expect_eq(st, want, "%s %s: status %d, want %d", what, lay, st, want);
+    cr_expect_eq(cg_last_status(), want, "%s %s: cg_last_status", what, lay);
+    cr_expect(fired > 0, "%s %s: the fault never fired", what, lay);
+    cr_expect(memcmp(f.out, f.before, f.n_out * sizeof(float)) == 0,
+              "%s %s: the failed call wrote its output", what, lay);
+    cr_expect_eq(call(&f, op, mask), CG_OK, "%s %s: the next call", what, lay);
+    cr_expect(memcmp(f.out, f.want, f.n_out * sizeof(float)) == 0,
+              "%s %s: the next call is not exact", what, lay);
+    buffers_free(&f);
+}
+
+/* Cores 2*i and 2*i + 1 for case i (i < 8): fresh scratch every case. */
+Test(conv2d_faults, scratch_allocation_fails_nothing_written, .timeout = 120.0)
+{
+    for (int layout = 0; layout < 2; layout++)
+        for (int op = 0; op < OPS; op++)
+            fails_then_recovers(op, (cg_layout)layout, 0x3 << (2 * (layout * OPS + op)),
+                                CG_FAULT_SCRATCH_ALLOC, CG_ERR_NO_MEMORY);
+}
+
+/* Cores 30 and 31 start here: their threads are the pool's growth. */
+Test(conv2d_faults, thread_start_fails_nothing_written, .timeout = 120.0)
+{
+    fails_then_recovers(2, CG_LAYOUT_NHWC, (int)0xC0000000u, CG_FAULT_THREAD_START,
+                        CG_ERR_THREAD);
+}
