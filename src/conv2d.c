@@ -77,10 +77,10 @@ cg_status cg_conv2d_plan(const cg_conv2d *c, cg_plan *plan)
     cg_status s = cg_plan_make(&p, sizeof(float), plan);
     if (s != CG_OK)
         return s;
-    int64_t oh = output_extent(c->in_h, c->pad_top, c->pad_bottom, c->kernel_h, c->dilation_h,
-                               c->stride_h);
-    int64_t ow = output_extent(c->in_w, c->pad_left, c->pad_right, c->kernel_w, c->dilation_w,
-                               c->stride_w);
+    int64_t oh =
+        output_extent(c->in_h, c->pad_top, c->pad_bottom, c->kernel_h, c->dilation_h, c->stride_h);
+    int64_t ow =
+        output_extent(c->in_w, c->pad_left, c->pad_right, c->kernel_w, c->dilation_w, c->stride_w);
     if (oh < 1 || ow < 1)
         return CG_ERR_BAD_SIZE;
     /* image planes are GEMM leading dimensions (int) */
@@ -158,8 +158,8 @@ static int adjacent_taps(axis a)
 /* Pixel-major: dst[t][(th * aw.count + tw) * nc + c] = src(n, c0 + c,
  * ah.off[th] + i*ah.step, aw.off[tw] + j*aw.step) for tile pixel t = (i, j),
  * 0 outside the source. Channels are contiguous (sc == 1). */
-static void pack_pixel_major(const float *src, const geometry *gm, const tile *tl, axis ah,
-                             axis aw, int64_t c0, int64_t nc, float *dst)
+static void pack_pixel_major(const float *src, const geometry *gm, const tile *tl, axis ah, axis aw,
+                             int64_t c0, int64_t nc, float *dst)
 {
     const int64_t tap_row = aw.count * nc, row_len = ah.count * tap_row;
     const int one_run = nc == gm->sw && adjacent_taps(aw); /* the whole pixel, adjacent taps */
@@ -262,7 +262,7 @@ typedef struct job {
     const float *in0, *in1, *bias;
     float *out;
     int core_mask, members;
-    int64_t tile_rows;                /* 0: the library's choice */
+    int64_t tile_rows;               /* 0: the library's choice */
     const float *partial[MAX_CORES]; /* weights: each core's partial dw */
     const float *phase_w;            /* data: w by stride phase, in core 0's scratch */
     cg_status status;                /* of the whole launch, set by logical core 0 */
@@ -370,7 +370,8 @@ static void reduce_weights(const job *jb, int rank)
 static cg_status output_pixels_core(job *jb, int rank)
 {
     const cg_plan *p = &jb->plan;
-    const int weights = jb->op == CG_CONV2D_BACKWARD_WEIGHTS, own_partial = weights && jb->members > 1;
+    const int weights = jb->op == CG_CONV2D_BACKWARD_WEIGHTS,
+              own_partial = weights && jb->members > 1;
     const int64_t plane = p->out_h * p->out_w;
     int64_t first, last;
     cg_split_range(p->rows, rank, jb->members, &first, &last);
@@ -412,12 +413,12 @@ static cg_status output_pixels_core(job *jb, int rank)
  * their offsets into dy, (a + pad - k*dilation) / stride, ascend. Positions
  * whose phase has no input pixel (a >= the input extent) are left out. */
 typedef struct phases {
-    int64_t count;    /* min(stride, input extent) */
-    int64_t *start;   /* [count + 1]: phase a's taps are [start[a], start[a+1]) */
-    int64_t *off;     /* [kernel]: offsets into dy, grouped by phase */
-    int64_t *phase;   /* [kernel]: the phase of kernel position k, or -1 */
-    int64_t *slot;    /* [kernel]: k's place among its phase's taps */
-    int64_t used;     /* start[count]: kernel positions that reach an input pixel */
+    int64_t count;  /* min(stride, input extent) */
+    int64_t *start; /* [count + 1]: phase a's taps are [start[a], start[a+1]) */
+    int64_t *off;   /* [kernel]: offsets into dy, grouped by phase */
+    int64_t *phase; /* [kernel]: the phase of kernel position k, or -1 */
+    int64_t *slot;  /* [kernel]: k's place among its phase's taps */
+    int64_t used;   /* start[count]: kernel positions that reach an input pixel */
 } phases;
 
 /* int64s build_phases needs: start, a cursor per phase, off, phase, slot. */
@@ -521,9 +522,9 @@ static void pack_phase_weights(const job *jb, const data_tables *dt, int64_t co_
                 const int64_t b = dt->w.phase[kw];
                 if (b < 0)
                     continue;
-                float *row = dst + g * dt->group_block + phase_weights_at(p, dt, a, b) +
-                             phase_row(jb, dt, a, b, dt->h.slot[kh], dt->w.slot[kw], col) *
-                                 p->cin_g;
+                float *row =
+                    dst + g * dt->group_block + phase_weights_at(p, dt, a, b) +
+                    phase_row(jb, dt, a, b, dt->h.slot[kh], dt->w.slot[kw], col) * p->cin_g;
                 const int64_t tap = kh * p->kernel_w + kw;
                 for (int64_t ci = 0; ci < p->cin_g; ci++)
                     row[ci] = jb->nchw ? jb->in1[(co * p->cin_g + ci) * p->taps + tap]
@@ -559,8 +560,8 @@ static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int6
                 memset(dst + r * ld, 0, (size_t)(jb->nchw ? count : p->cin_g) * sizeof(float));
         } else if (jb->nchw) { /* dx[ci][pixel] = w[row][ci]^T gathered[row][pixel] */
             pack_channel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, gathered);
-            cg_gemm_atb((int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered,
-                        (int)count, 0.0f, dst, (int)ld);
+            cg_gemm_atb((int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered, (int)count,
+                        0.0f, dst, (int)ld);
         } else { /* dx[pixel][ci] = gathered[pixel][row] w[row][ci] */
             pack_pixel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, gathered);
             cg_gemm(0, 0, (int)count, (int)p->cin_g, (int)kp, gathered, (int)kp, w, (int)p->cin_g,
@@ -800,7 +801,7 @@ static void core_entry(void *arg)
         break;
     case CG_CONV2D_BACKWARD_WEIGHTS:
         s = depthwise && jb->plan.path == CG_PATH_DEPTHWISE ? depthwise_weights_core(jb, rank)
-                                                             : output_pixels_core(jb, rank);
+                                                            : output_pixels_core(jb, rank);
         break;
     case CG_CONV2D_BACKWARD_DATA:
         s = depthwise ? depthwise_core(jb, rank) : data_core(jb, rank);
@@ -813,9 +814,8 @@ static void core_entry(void *arg)
         jb->status = s;
 }
 
-cg_status cg_conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0,
-                        const float *in1, const float *bias, float *out, int core_mask,
-                        int64_t tile_rows)
+cg_status cg_conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0, const float *in1,
+                        const float *bias, float *out, int core_mask, int64_t tile_rows)
 {
     if (!conv || !in0 || (op != CG_CONV2D_BACKWARD_BIAS && !in1) || !out)
         return CG_ERR_NULL_POINTER;
@@ -851,8 +851,8 @@ CG_API cg_status cg_conv2d_backward_data(const cg_conv2d *conv, const float *dy,
         cg_conv2d_run(CG_CONV2D_BACKWARD_DATA, conv, dy, w, NULL, dx, core_mask, 0));
 }
 
-CG_API cg_status cg_conv2d_backward_weights(const cg_conv2d *conv, const float *x,
-                                            const float *dy, float *dw, int core_mask)
+CG_API cg_status cg_conv2d_backward_weights(const cg_conv2d *conv, const float *x, const float *dy,
+                                            float *dw, int core_mask)
 {
     return cg_record_status(
         cg_conv2d_run(CG_CONV2D_BACKWARD_WEIGHTS, conv, x, dy, NULL, dw, core_mask, 0));

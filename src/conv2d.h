@@ -19,7 +19,6 @@ cg_status cg_conv2d_plan(const cg_conv2d *conv, cg_plan *plan);
 
 /* One operation on core_mask. tile_rows > 0 forces the rows of each tile
  * (tests use it to reach tile edges); 0 lets the library choose. */
-cg_status cg_conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0,
-                        const float *in1, const float *bias, float *out, int core_mask,
-                        int64_t tile_rows);
+cg_status cg_conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0, const float *in1,
+                        const float *bias, float *out, int core_mask, int64_t tile_rows);
 #endif

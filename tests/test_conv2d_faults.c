@@ -37,10 +37,23 @@ static float *integers(cgt_rng *r, size_t n)
 /* A strided, padded, grouped convolution: every operation needs scratch. */
 static void buffers_init(buffers *f, cg_layout layout, int op)
 {
-    f->c = (cg_conv2d){.layout = layout, .batch = 2, .in_h = 9, .in_w = 8, .in_c = 6,
-                       .out_c = 4, .kernel_h = 3, .kernel_w = 2, .groups = 2, .stride_h = 2,
-                       .stride_w = 1, .dilation_h = 1, .dilation_w = 2, .pad_top = 1,
-                       .pad_bottom = 2, .pad_left = 0, .pad_right = 1};
+    f->c = (cg_conv2d){.layout = layout,
+                       .batch = 2,
+                       .in_h = 9,
+                       .in_w = 8,
+                       .in_c = 6,
+                       .out_c = 4,
+                       .kernel_h = 3,
+                       .kernel_w = 2,
+                       .groups = 2,
+                       .stride_h = 2,
+                       .stride_w = 1,
+                       .dilation_h = 1,
+                       .dilation_w = 2,
+                       .pad_top = 1,
+                       .pad_bottom = 2,
+                       .pad_left = 0,
+                       .pad_right = 1};
     cgt_rng r;
     cgt_rng_seed(&r, cgt_mix64(cgt_base_seed() ^ (uint64_t)(layout * OPS + op)));
     f->x = integers(&r, cref_x_elems(&f->c));
@@ -56,10 +69,18 @@ static void buffers_init(buffers *f, cg_layout layout, int op)
     cr_assert(f->before && f->want);
     memcpy(f->before, f->out, f->n_out * sizeof(float));
     switch (op) {
-    case 0: cref_forward_f32(&f->c, f->x, f->w, f->b, f->want); break;
-    case 1: cref_backward_data_f32(&f->c, f->dy, f->w, f->want); break;
-    case 2: cref_backward_weights_f32(&f->c, f->x, f->dy, f->want); break;
-    default: cref_backward_bias_f32(&f->c, f->dy, f->want); break;
+    case 0:
+        cref_forward_f32(&f->c, f->x, f->w, f->b, f->want);
+        break;
+    case 1:
+        cref_backward_data_f32(&f->c, f->dy, f->w, f->want);
+        break;
+    case 2:
+        cref_backward_weights_f32(&f->c, f->x, f->dy, f->want);
+        break;
+    default:
+        cref_backward_bias_f32(&f->c, f->dy, f->want);
+        break;
     }
 }
 
@@ -77,10 +98,14 @@ static void buffers_free(buffers *f)
 static cg_status call(buffers *f, int op, int mask)
 {
     switch (op) {
-    case 0: return cg_conv2d_forward(&f->c, f->x, f->w, f->b, f->out, mask);
-    case 1: return cg_conv2d_backward_data(&f->c, f->dy, f->w, f->out, mask);
-    case 2: return cg_conv2d_backward_weights(&f->c, f->x, f->dy, f->out, mask);
-    default: return cg_conv2d_backward_bias(&f->c, f->dy, f->out, mask);
+    case 0:
+        return cg_conv2d_forward(&f->c, f->x, f->w, f->b, f->out, mask);
+    case 1:
+        return cg_conv2d_backward_data(&f->c, f->dy, f->w, f->out, mask);
+    case 2:
+        return cg_conv2d_backward_weights(&f->c, f->x, f->dy, f->out, mask);
+    default:
+        return cg_conv2d_backward_bias(&f->c, f->dy, f->out, mask);
     }
 }
 
@@ -119,6 +144,5 @@ Test(conv2d_faults, scratch_allocation_fails_nothing_written, .timeout = 120.0)
 /* Cores 30 and 31 start here: their threads are the pool's growth. */
 Test(conv2d_faults, thread_start_fails_nothing_written, .timeout = 120.0)
 {
-    fails_then_recovers(2, CG_LAYOUT_NHWC, (int)0xC0000000u, CG_FAULT_THREAD_START,
-                        CG_ERR_THREAD);
+    fails_then_recovers(2, CG_LAYOUT_NHWC, (int)0xC0000000u, CG_FAULT_THREAD_START, CG_ERR_THREAD);
 }
