@@ -140,8 +140,14 @@ typedef struct tile {
 static void inside(int64_t off, int64_t step, int64_t size, int64_t j0, int64_t j1, int64_t *lo,
                    int64_t *hi)
 {
-    int64_t begin = off >= 0 ? 0 : (-off + step - 1) / step;
-    int64_t end = off >= size ? 0 : (size - 1 - off) / step + 1;
+    int64_t begin, end;
+    if (step == 1) { /* the common case, without two divisions */
+        begin = -off;
+        end = size - off;
+    } else {
+        begin = off >= 0 ? 0 : (-off + step - 1) / step;
+        end = off >= size ? 0 : (size - 1 - off) / step + 1;
+    }
     *lo = min64(j1, max64(j0, begin));
     *hi = max64(*lo, min64(j1, end));
 }
@@ -169,22 +175,22 @@ static void pack_pixel_major(const float *src, const geometry *gm, const tile *t
             float *seg = dst + t * row_len + th * tap_row;
             int64_t h = ah.off[th] + i * ah.step;
             if (h < 0 || h >= gm->h) {
-                memset(seg, 0, (size_t)tap_row * sizeof(float));
+                cg_zero_floats(seg, tap_row);
                 continue;
             }
             const float *line = src + tl->n * gm->sn + h * gm->sh + c0;
             if (one_run) {
                 int64_t lo, hi, w0 = aw.off[0] + j * aw.step;
                 inside(w0, 1, gm->w, 0, aw.count, &lo, &hi);
-                memset(seg, 0, (size_t)(lo * nc) * sizeof(float));
+                cg_zero_floats(seg, lo * nc);
                 cg_copy_floats(seg + lo * nc, line + (w0 + lo) * gm->sw, (hi - lo) * nc);
-                memset(seg + hi * nc, 0, (size_t)((aw.count - hi) * nc) * sizeof(float));
+                cg_zero_floats(seg + hi * nc, (aw.count - hi) * nc);
                 continue;
             }
             for (int64_t tw = 0; tw < aw.count; tw++) {
                 int64_t w = aw.off[tw] + j * aw.step;
                 if (w < 0 || w >= gm->w)
-                    memset(seg + tw * nc, 0, (size_t)nc * sizeof(float));
+                    cg_zero_floats(seg + tw * nc, nc);
                 else
                     cg_copy_floats(seg + tw * nc, line + w * gm->sw, nc);
             }
@@ -196,18 +202,21 @@ static void pack_pixel_major(const float *src, const geometry *gm, const tile *t
     }
 }
 
-/* Channel-major: dst[(c * ah.count + th) * aw.count + tw][t], the same
- * elements; a grid row's pixels are one run where the source row is
- * contiguous and the step is 1. */
+/* Pixel-minor: dst[row][t], the same elements, row (c * ah.count + th) *
+ * aw.count + tw (OIHW's order), or (th * aw.count + tw) * nc + c with
+ * tap_major (OHWI's); a grid row's pixels are one run where the source row
+ * is contiguous and the step is 1. */
 static void pack_channel_major(const float *src, const geometry *gm, const tile *tl, axis ah,
-                               axis aw, int64_t c0, int64_t nc, float *dst)
+                               axis aw, int64_t c0, int64_t nc, int tap_major, float *dst)
 {
     const int64_t count = tl->count;
     for (int64_t c = 0; c < nc; c++) {
         const float *plane = src + tl->n * gm->sn + (c0 + c) * gm->sc;
         for (int64_t th = 0; th < ah.count; th++)
             for (int64_t tw = 0; tw < aw.count; tw++) {
-                float *d = dst + ((c * ah.count + th) * aw.count + tw) * count;
+                const int64_t row =
+                    tap_major ? (th * aw.count + tw) * nc + c : (c * ah.count + th) * aw.count + tw;
+                float *d = dst + row * count;
                 int64_t i = tl->first / tl->width, j = tl->first % tl->width;
                 for (int64_t t = 0; t < count; t += tl->width - j, j = 0, i++) {
                     int64_t end = min64(tl->width, j + count - t), lo = end, hi = end;
@@ -215,7 +224,7 @@ static void pack_channel_major(const float *src, const geometry *gm, const tile 
                     float *out = d + t - j; /* out[k] is grid column k of this row */
                     if (h >= 0 && h < gm->h)
                         inside(aw.off[tw], aw.step, gm->w, j, end, &lo, &hi);
-                    memset(out + j, 0, (size_t)(lo - j) * sizeof(float));
+                    cg_zero_floats(out + j, lo - j);
                     if (hi > lo) {
                         const float *line = plane + h * gm->sh;
                         if (aw.step == 1 && gm->sw == 1)
@@ -224,7 +233,7 @@ static void pack_channel_major(const float *src, const geometry *gm, const tile 
                             for (int64_t k = lo; k < hi; k++)
                                 out[k] = line[(aw.off[tw] + k * aw.step) * gm->sw];
                     }
-                    memset(out + hi, 0, (size_t)(end - hi) * sizeof(float));
+                    cg_zero_floats(out + hi, end - hi);
                 }
             }
     }
@@ -300,58 +309,83 @@ static void kernel_taps(const cg_plan *p, int64_t *off_h, int64_t *off_w, axis *
     *aw = (axis){off_w, p->kernel_w, p->stride_w};
 }
 
-/* The im2col of x for group g over a tile: [pixel][K] (NHWC) or [K][pixel]. */
+/* NHWC x of one channel is NCHW's layout, and packs channel-major too: a
+ * kernel row is then one copy per pixel row rather than a run of one float
+ * per tap. */
+static int x_channel_major(const job *jb)
+{
+    return jb->nchw || jb->plan.cin == 1;
+}
+
+/* The im2col of x for group g over a tile: [K][pixel] (x_channel_major) or
+ * [pixel][K]. */
 static void pack_x(const job *jb, const tile *tl, axis ah, axis aw, int64_t g, float *col)
 {
     const cg_plan *p = &jb->plan;
     geometry gx = geometry_of(jb->nchw, p->cin, p->in_h, p->in_w);
-    if (jb->nchw)
-        pack_channel_major(jb->in0, &gx, tl, ah, aw, g * p->cin_g, p->cin_g, col);
+    if (x_channel_major(jb))
+        pack_channel_major(jb->in0, &gx, tl, ah, aw, g * p->cin_g, p->cin_g, !jb->nchw, col);
     else
         pack_pixel_major(jb->in0, &gx, tl, ah, aw, g * p->cin_g, p->cin_g, col);
+}
+
+/* Group g's block of y or dy over a tile, and its leading dimension:
+ * [co][pixel] (NCHW) or [pixel][co] (NHWC). */
+static const float *output_block(const job *jb, const float *base, const tile *tl, int64_t g,
+                                 int64_t *ld)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t plane = p->out_h * p->out_w;
+    *ld = jb->nchw ? plane : p->cout;
+    if (jb->nchw)
+        return base + (tl->n * p->cout + g * p->cout_g) * plane + tl->first;
+    return base + (tl->n * plane + tl->first) * p->cout + g * p->cout_g;
 }
 
 static void forward_tile(const job *jb, const tile *tl, axis ah, axis aw, float *col)
 {
     const cg_plan *p = &jb->plan;
-    const int64_t k = p->row_len, plane = p->out_h * p->out_w, count = tl->count;
+    const int64_t k = p->row_len, count = tl->count;
+    const int by_channel = x_channel_major(jb); /* col is [K][pixel], else [pixel][K] */
+    const int64_t ld_col = by_channel ? count : k;
     for (int64_t g = 0; g < p->groups; g++) {
         const float *w = jb->in1 + g * p->cout_g * k, *b = jb->bias ? jb->bias + g * p->cout_g : 0;
+        int64_t ld;
+        float *y = (float *)output_block(jb, jb->out, tl, g, &ld);
         pack_x(jb, tl, ah, aw, g, col);
-        if (jb->nchw) { /* y[co][pixel] = w[co][K] col[K][pixel] */
-            float *y = jb->out + (tl->n * p->cout + g * p->cout_g) * plane + tl->first;
+        if (jb->nchw) { /* y[co][pixel] = w[co][K] col^T */
             for (int64_t co = 0; b && co < p->cout_g; co++)
                 for (int64_t t = 0; t < count; t++)
-                    y[co * plane + t] = b[co];
-            cg_gemm(0, 0, (int)p->cout_g, (int)count, (int)k, w, (int)k, col, (int)count,
-                    b ? 1.0f : 0.0f, y, (int)plane);
-        } else { /* y[pixel][co] = col[pixel][K] w[co][K]^T */
-            float *y = jb->out + (tl->n * plane + tl->first) * p->cout + g * p->cout_g;
+                    y[co * ld + t] = b[co];
+            cg_gemm(0, !by_channel, (int)p->cout_g, (int)count, (int)k, w, (int)k, col, (int)ld_col,
+                    b ? 1.0f : 0.0f, y, (int)ld);
+        } else { /* y[pixel][co] = col w[co][K]^T */
             for (int64_t t = 0; b && t < count; t++)
-                memcpy(y + t * p->cout, b, (size_t)p->cout_g * sizeof(float));
-            cg_gemm(0, 1, (int)count, (int)p->cout_g, (int)k, col, (int)k, w, (int)k,
-                    b ? 1.0f : 0.0f, y, (int)p->cout);
+                memcpy(y + t * ld, b, (size_t)p->cout_g * sizeof(float));
+            cg_gemm(by_channel, 1, (int)count, (int)p->cout_g, (int)k, col, (int)ld_col, w, (int)k,
+                    b ? 1.0f : 0.0f, y, (int)ld);
         }
     }
 }
 
-/* dw[co][K] (+)= dy[co][pixel] col, into this core's partial. */
+/* dw[co][K] (+)= dy^T col, into this core's partial. */
 static void weights_tile(const job *jb, const tile *tl, axis ah, axis aw, float *col, float beta,
                          float *dw)
 {
     const cg_plan *p = &jb->plan;
-    const int64_t k = p->row_len, plane = p->out_h * p->out_w, count = tl->count;
+    const int64_t k = p->row_len, count = tl->count;
+    const int by_channel = x_channel_major(jb);
     for (int64_t g = 0; g < p->groups; g++) {
         float *dst = dw + g * p->cout_g * k;
+        int64_t ld;
+        const float *dy = output_block(jb, jb->in1, tl, g, &ld);
         pack_x(jb, tl, ah, aw, g, col);
-        if (jb->nchw)
-            cg_gemm(0, 1, (int)p->cout_g, (int)k, (int)count,
-                    jb->in1 + (tl->n * p->cout + g * p->cout_g) * plane + tl->first, (int)plane,
-                    col, (int)count, beta, dst, (int)k);
+        if (!jb->nchw && !by_channel) /* dy^T col: the operator's own kernel */
+            cg_gemm_atb((int)p->cout_g, (int)k, (int)count, dy, (int)ld, col, (int)k, beta, dst,
+                        (int)k);
         else
-            cg_gemm_atb((int)p->cout_g, (int)k, (int)count,
-                        jb->in1 + (tl->n * plane + tl->first) * p->cout + g * p->cout_g,
-                        (int)p->cout, col, (int)k, beta, dst, (int)k);
+            cg_gemm(!jb->nchw, 1, (int)p->cout_g, (int)k, (int)count, dy, (int)ld, col, (int)count,
+                    beta, dst, (int)k);
     }
 }
 
@@ -557,9 +591,9 @@ static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int6
         }
         if (kp == 0) { /* no tap reaches these pixels */
             for (int64_t r = 0; r < (jb->nchw ? p->cin_g : count); r++)
-                memset(dst + r * ld, 0, (size_t)(jb->nchw ? count : p->cin_g) * sizeof(float));
+                cg_zero_floats(dst + r * ld, jb->nchw ? count : p->cin_g);
         } else if (jb->nchw) { /* dx[ci][pixel] = w[row][ci]^T gathered[row][pixel] */
-            pack_channel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, gathered);
+            pack_channel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, 0, gathered);
             cg_gemm_atb((int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered, (int)count,
                         0.0f, dst, (int)ld);
         } else { /* dx[pixel][ci] = gathered[pixel][row] w[row][ci] */
@@ -695,7 +729,7 @@ static void depthwise_forward(const job *jb, const float *by_tap, int64_t first,
         if (jb->bias)
             memcpy(y, jb->bias, (size_t)c * sizeof(float));
         else
-            memset(y, 0, (size_t)c * sizeof(float));
+            cg_zero_floats(y, c);
         for (int64_t kh = 0; kh < p->kernel_h; kh++) {
             const int64_t ih = oh * p->stride_h + kh * p->dil_h - p->pad_u;
             for (int64_t kw = 0; ih >= 0 && ih < p->in_h && kw < p->kernel_w; kw++) {
@@ -728,7 +762,7 @@ static void depthwise_data(const job *jb, const float *by_tap, int64_t first, in
     for (int64_t pixel = first; pixel < last; pixel++) {
         const int64_t n = pixel / plane, ih = pixel % plane / p->in_w, iw = pixel % p->in_w;
         float *dx = jb->out + pixel * c;
-        memset(dx, 0, (size_t)c * sizeof(float));
+        cg_zero_floats(dx, c);
         for (int64_t kh = 0; kh < p->kernel_h; kh++) {
             const int64_t oh = output_of(ih, kh, p->dil_h, p->pad_u, p->stride_h, p->out_h);
             for (int64_t kw = 0; oh >= 0 && kw < p->kernel_w; kw++) {

@@ -56,7 +56,15 @@ static int64_t x_index(const cg_plan *p, const pixel *px, int64_t kh, int64_t kw
     return ((px->n * p->in_h + iy) * p->in_w + ix) * p->cin + channel;
 }
 
-void cg_copy_floats(float *restrict dst, const float *restrict src, int64_t n)
+/* GCC would turn the short loops below back into `rep movs` / `rep stos`,
+ * which take longer to start than the few stores they replace. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define CG_PLAIN_LOOPS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define CG_PLAIN_LOOPS
+#endif
+
+CG_PLAIN_LOOPS void cg_copy_floats(float *restrict dst, const float *restrict src, int64_t n)
 {
     if (n > 16) {
         memcpy(dst, src, (size_t)n * sizeof(float));
@@ -64,6 +72,16 @@ void cg_copy_floats(float *restrict dst, const float *restrict src, int64_t n)
     }
     for (int64_t i = 0; i < n; i++)
         dst[i] = src[i];
+}
+
+CG_PLAIN_LOOPS void cg_zero_floats(float *dst, int64_t n)
+{
+    if (n > 16) {
+        memset(dst, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = 0.0f;
 }
 
 /* Columns [c0, c1) of one kernel row of one im2col row, when the group is
@@ -286,7 +304,8 @@ void cg_depthwise_rows_reference(const cg_plan *plan, const void *dy, const void
                     x_row = (const float *)x + at;
                 else
                     load_floats(x_floats, x, at, channels, 2);
-                cg_multiply_add(acc + (kh * plan->kernel_w + kw) * channels, dy_row, x_row, channels);
+                cg_multiply_add(acc + (kh * plan->kernel_w + kw) * channels, dy_row, x_row,
+                                channels);
             }
     }
     for (int64_t c = 0; c < channels; c++) /* tap-major sums -> dw rows [c][tap] */

@@ -45,9 +45,10 @@ void cg_depthwise3x3_rows_avx512(const cg_plan *plan, const void *dy, const void
                                  int64_t c_first, int64_t c_last, int64_t first, int64_t last,
                                  float *acc, float *dst);
 
-/* dst[0, n) = src[0, n): packing runs are often a few floats, where a call
- * to memcpy costs more than the copy. */
+/* dst[0, n) = src[0, n), and dst[0, n) = 0: packing runs are often a few
+ * floats, where a call to memcpy or memset costs more than the stores. */
 void cg_copy_floats(float *restrict dst, const float *restrict src, int64_t n);
+void cg_zero_floats(float *dst, int64_t n);
 
 /* acc[c] += a[c] * b[c], c < n: the depthwise inner loop. */
 void cg_multiply_add(float *restrict acc, const float *restrict a, const float *restrict b,
