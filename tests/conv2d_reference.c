@@ -2,6 +2,7 @@
 #include "conv2d_reference.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 static long long out_size(long long in, long long pad_a, long long pad_b, long long k,
                           long long dil, long long stride)
@@ -148,104 +149,6 @@ static dims dims_of(const cg_conv2d *c)
     return d;
 }
 
-/* ---- float ----------------------------------------------------------------- */
-
-void cref_forward_f32(const cg_conv2d *c, const float *x, const float *w, const float *b, float *y)
-{
-    const dims d = dims_of(c);
-    for (long long n = 0; n < d.N; ++n)
-        for (long long co = 0; co < d.Cout; ++co) {
-            const long long g = co / d.Cop;
-            for (long long oh = 0; oh < d.OH; ++oh)
-                for (long long ow = 0; ow < d.OW; ++ow) {
-                    float acc = b ? b[co] : 0.0f;
-                    for (long long ci = 0; ci < d.Cip; ++ci)
-                        for (long long kh = 0; kh < d.Kh; ++kh) {
-                            const long long iy = oh * d.sh + kh * d.dh - d.pt;
-                            if (iy < 0 || iy >= d.H)
-                                continue;
-                            for (long long kw = 0; kw < d.Kw; ++kw) {
-                                const long long ix = ow * d.sw + kw * d.dw - d.pl;
-                                if (ix < 0 || ix >= d.W)
-                                    continue;
-                                acc += x[cref_x_index(c, n, iy, ix, g * d.Cip + ci)] *
-                                       w[cref_w_index(c, co, kh, kw, ci)];
-                            }
-                        }
-                    y[cref_y_index(c, n, oh, ow, co)] = acc;
-                }
-        }
-}
-
-void cref_backward_data_f32(const cg_conv2d *c, const float *dy, const float *w, float *dx)
-{
-    const dims d = dims_of(c);
-    const size_t nx = cref_x_elems(c);
-    for (size_t i = 0; i < nx; ++i)
-        dx[i] = 0.0f;
-    for (long long n = 0; n < d.N; ++n)
-        for (long long co = 0; co < d.Cout; ++co) {
-            const long long g = co / d.Cop;
-            for (long long oh = 0; oh < d.OH; ++oh)
-                for (long long ow = 0; ow < d.OW; ++ow) {
-                    const float g_out = dy[cref_y_index(c, n, oh, ow, co)];
-                    for (long long ci = 0; ci < d.Cip; ++ci)
-                        for (long long kh = 0; kh < d.Kh; ++kh) {
-                            const long long iy = oh * d.sh + kh * d.dh - d.pt;
-                            if (iy < 0 || iy >= d.H)
-                                continue;
-                            for (long long kw = 0; kw < d.Kw; ++kw) {
-                                const long long ix = ow * d.sw + kw * d.dw - d.pl;
-                                if (ix < 0 || ix >= d.W)
-                                    continue;
-                                dx[cref_x_index(c, n, iy, ix, g * d.Cip + ci)] +=
-                                    g_out * w[cref_w_index(c, co, kh, kw, ci)];
-                            }
-                        }
-                }
-        }
-}
-
-void cref_backward_weights_f32(const cg_conv2d *c, const float *x, const float *dy, float *dw)
-{
-    const dims d = dims_of(c);
-    for (long long co = 0; co < d.Cout; ++co) {
-        const long long g = co / d.Cop;
-        for (long long ci = 0; ci < d.Cip; ++ci)
-            for (long long kh = 0; kh < d.Kh; ++kh)
-                for (long long kw = 0; kw < d.Kw; ++kw) {
-                    float acc = 0.0f;
-                    for (long long n = 0; n < d.N; ++n)
-                        for (long long oh = 0; oh < d.OH; ++oh) {
-                            const long long iy = oh * d.sh + kh * d.dh - d.pt;
-                            if (iy < 0 || iy >= d.H)
-                                continue;
-                            for (long long ow = 0; ow < d.OW; ++ow) {
-                                const long long ix = ow * d.sw + kw * d.dw - d.pl;
-                                if (ix < 0 || ix >= d.W)
-                                    continue;
-                                acc += dy[cref_y_index(c, n, oh, ow, co)] *
-                                       x[cref_x_index(c, n, iy, ix, g * d.Cip + ci)];
-                            }
-                        }
-                    dw[cref_w_index(c, co, kh, kw, ci)] = acc;
-                }
-    }
-}
-
-void cref_backward_bias_f32(const cg_conv2d *c, const float *dy, float *db)
-{
-    const dims d = dims_of(c);
-    for (long long co = 0; co < d.Cout; ++co) {
-        float acc = 0.0f;
-        for (long long n = 0; n < d.N; ++n)
-            for (long long oh = 0; oh < d.OH; ++oh)
-                for (long long ow = 0; ow < d.OW; ++ow)
-                    acc += dy[cref_y_index(c, n, oh, ow, co)];
-        db[co] = acc;
-    }
-}
-
 /* ---- double ---------------------------------------------------------------- */
 
 void cref_forward_f64(const cg_conv2d *c, const double *x, const double *w, const double *b,
@@ -366,4 +269,64 @@ void cref_backward_bias_f64(const cg_conv2d *c, const double *dy, double *db, do
         if (abs)
             abs[co] = mag;
     }
+}
+
+/* ---- float: the double loops below, rounded once ------------------------- */
+/* The float versions serve data whose every sum is exact in fp32: there any
+ * order of float additions gives the double result, rounded once. */
+
+static double *widen(const float *v, size_t n)
+{
+    double *d = malloc((n ? n : 1) * sizeof(double));
+    if (!d)
+        abort();
+    for (size_t i = 0; i < n; ++i)
+        d[i] = v[i];
+    return d;
+}
+
+static void narrow(float *out, double *v, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        out[i] = (float)v[i];
+    free(v);
+}
+
+void cref_forward_f32(const cg_conv2d *c, const float *x, const float *w, const float *b, float *y)
+{
+    double *xd = widen(x, cref_x_elems(c)), *wd = widen(w, cref_w_elems(c));
+    double *bd = b ? widen(b, (size_t)c->out_c) : NULL, *yd = widen(y, cref_y_elems(c));
+    cref_forward_f64(c, xd, wd, bd, yd, NULL);
+    narrow(y, yd, cref_y_elems(c));
+    free(xd);
+    free(wd);
+    free(bd);
+}
+
+void cref_backward_data_f32(const cg_conv2d *c, const float *dy, const float *w, float *dx)
+{
+    double *dyd = widen(dy, cref_y_elems(c)), *wd = widen(w, cref_w_elems(c));
+    double *dxd = widen(dx, cref_x_elems(c));
+    cref_backward_data_f64(c, dyd, wd, dxd, NULL);
+    narrow(dx, dxd, cref_x_elems(c));
+    free(dyd);
+    free(wd);
+}
+
+void cref_backward_weights_f32(const cg_conv2d *c, const float *x, const float *dy, float *dw)
+{
+    double *xd = widen(x, cref_x_elems(c)), *dyd = widen(dy, cref_y_elems(c));
+    double *dwd = widen(dw, cref_w_elems(c));
+    cref_backward_weights_f64(c, xd, dyd, dwd, NULL);
+    narrow(dw, dwd, cref_w_elems(c));
+    free(xd);
+    free(dyd);
+}
+
+void cref_backward_bias_f32(const cg_conv2d *c, const float *dy, float *db)
+{
+    double *dyd = widen(dy, cref_y_elems(c)), *dbd = widen(db, (size_t)c->out_c);
+    cref_backward_bias_f64(c, dyd, dbd, NULL);
+    narrow(db, dbd, (size_t)c->out_c);
+    free(dyd);
 }

@@ -3,11 +3,11 @@
  * layouts. Plain nested loops with the bounds checks, nothing clever: it
  * must be obviously right rather than fast.
  *
- * The float versions accumulate in float, in the loop order written, so on
- * data whose every sum is exact in fp32 (small integers) they give the exact
- * result. The double versions accumulate in double and can also report, per
- * output element, the sum of |terms| (for error bounds). Every output is
- * overwritten, as the library's are. */
+ * The double versions accumulate in double and can also report, per output
+ * element, the sum of |terms| (for error bounds). The float versions run
+ * them on float data and round once: on data whose every sum is exact in
+ * fp32 (small integers) that is the exact result, which any order of float
+ * additions gives too. Every output is overwritten, as the library's are. */
 #ifndef CGT_CONV2D_REFERENCE_H
 #define CGT_CONV2D_REFERENCE_H
 
@@ -42,7 +42,7 @@ void cref_x_coords(const cg_conv2d *c, size_t i, int *n, int *iy, int *ix, int *
 void cref_y_coords(const cg_conv2d *c, size_t i, int *n, int *oh, int *ow, int *co);
 void cref_w_coords(const cg_conv2d *c, size_t i, int *co, int *kh, int *kw, int *ci);
 
-/* ---- float, accumulated in the loop order ------------------------------- */
+/* ---- float (exact data only: the double loops, rounded once) ------------- */
 /* y = conv(x, w) + b; b may be NULL. */
 void cref_forward_f32(const cg_conv2d *c, const float *x, const float *w, const float *b, float *y);
 /* dx: the forward formula's terms scattered back, dx[n, iy, ix, ci] += dy * w. */
