@@ -3,7 +3,9 @@
  *   main.c      options, the layer set, the interleaved rounds, the checks, the reports
  *   limits.c    the machine's limits (FMA loop, OpenBLAS sgemm) and the launch/barrier costs
  *   baseline.c  the plain im2col + OpenBLAS sgemm peer
- *   onednn.c    the oneDNN backward-weights peer (stubs when oneDNN is not built in)
+ *   onednn.c    the oneDNN peers: backward-weights, and the training step's forward,
+ *               backward-data and backward-weights primitives (stubs when oneDNN is not
+ *               built in)
  *
  * Benchmark-only code: it links the library as an outside program does (the
  * public header only) and never reaches into src/. */
@@ -82,6 +84,26 @@ void onednn_destroy(onednn_conv *c);
 /* What oneDNN would do for fp16 on this shape (a note; fp16 is not measured). */
 const char *onednn_fp16_note(const bench_shape *s);
 
+/* The training step's peer: forward_training with bias, backward data and
+ * backward weights with diff_bias, NHWC activations in the caller's buffers
+ * (x, dy read; y, dx, db written), weights in oneDNN's own layouts (format
+ * any; the caller's OHWI w is reordered into them here, once, untimed).
+ * Made on `threads` threads, outside any timing. NULL and a reason in err
+ * when it cannot be made. */
+typedef struct onednn_train onednn_train;
+onednn_train *onednn_train_create(const bench_shape *s, int threads, const float *x,
+                                  const float *w, const float *b, const float *dy, float *y,
+                                  float *dx, float *db, char *err, size_t errlen);
+/* "fwd <impl>, bwd-data <impl>, bwd-weights <impl>" */
+const char *onednn_train_impl(const onednn_train *c);
+/* Runs the three primitives in turn, waiting for each: this is what is timed.
+ * t gets the seconds of forward, backward data, backward weights (+ bias). 0 on success. */
+int onednn_train_execute(onednn_train *c, double t[3]);
+/* The last diff_weights in OHWI ([G][O/G][Kh][Kw][I/G]), reordered when oneDNN
+ * chose another layout (not timed). 0 on success. */
+int onednn_train_dw_ohwi(onednn_train *c, float *dw);
+void onednn_train_destroy(onednn_train *c);
+
 /* ---- main.c: the layer set, the results, the report helpers ------------- */
 extern const bench_layer bench_layers[];
 extern const int bench_nlayers;
@@ -112,6 +134,36 @@ extern int g_reps_asked;
 /* The result with a median for (layer, impl, dtype, cores), or NULL. */
 const result *find_result(int layer, int impl, int dtype, int cores);
 
+/* ---- the training step: cg_conv2d_* against oneDNN's three primitives ---- */
+enum train_impl { TRAIN_CONVGRAD, TRAIN_ONEDNN, NTRAIN };
+/* The timed phases of one step. convgrad: cg_conv2d_forward (with bias),
+ * cg_conv2d_backward_data, cg_conv2d_backward_weights + cg_conv2d_backward_bias;
+ * oneDNN: forward_training (with bias), backward data, backward weights with
+ * diff_bias (one primitive). */
+enum { PH_FWD, PH_BWD_DATA, PH_BWD_WEIGHTS, NPHASE };
+
+typedef struct train_result {
+    int layer, impl, mask, cores, reps;
+    double median_ms, min_ms, max_ms; /* the whole step */
+    double gflops;                    /* train_flops over the median */
+    double phase_ms[NPHASE];          /* the median of each phase alone */
+    double bias_ms; /* convgrad: cg_conv2d_backward_bias alone (part of PH_BWD_WEIGHTS) */
+    int ok;
+    char check_desc[240];
+    double worst;
+    char dnn_impl[160];
+} train_result;
+
+extern train_result *g_train;
+extern int g_ntrain;
+extern int g_train_reps_asked;
+/* The result with a median for (layer, train_impl, cores), or NULL. */
+const train_result *find_train(int layer, int impl, int cores);
+const char *train_label(int impl); /* "convgrad", "oneDNN" */
+const char *train_key(int impl);   /* the CSV's names */
+/* 3 * layer_flops: forward, backward data, backward weights (the bias not counted) */
+double train_flops(const bench_shape *s);
+
 /* The machine's limits, measured at each thread count the run uses. */
 typedef struct limits {
     int threads[33];
@@ -136,5 +188,9 @@ void write_csv(const char *out_dir);
 /* 1 when the PNGs were written; else 0 and why. */
 int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen);
 void report_targets(const overhead_result *ov, int nov);
+/* The training step: its table (every layer run, in run order), its geometric means,
+ * and OUT/training.csv. */
+void print_train_table(void);
+void write_train_csv(const char *out_dir);
 
 #endif

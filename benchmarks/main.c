@@ -16,7 +16,21 @@
  * summation order. Each measured result is checked against the reference on
  * sampled elements of dw (each summed exactly in double), on every element
  * for the smaller layers, and oneDNN's against convgrad's on every element.
- * A failed check is reported loudly and the exit status is 1. */
+ * A failed check is reported loudly and the exit status is 1.
+ *
+ * The training step (fp32): on every layer and mask, cg_conv2d_forward (with
+ * bias) + cg_conv2d_backward_data + cg_conv2d_backward_weights +
+ * cg_conv2d_backward_bias, timed as one step (and per phase), against
+ * oneDNN's forward_training (with bias), backward-data and backward-weights
+ * (with diff_bias) primitives on as many threads, in the same interleaved
+ * rounds: its runners take part in --train-reps of them (20 by default; at
+ * most ~6 s of timed runs each, 3 at least), spread evenly over the layer's
+ * rounds, and in every warm-up round. With the same data (and w, b
+ * multiples of 1/8) every y, dx, dw and db sum is exact in fp32 as well: each
+ * step's last outputs are checked on sampled elements of y and dx (summed in
+ * double), on every element of db, on dw against the filter-gradient
+ * reference, and, on every element, convgrad's against oneDNN's and
+ * fp_conv_grad_filter_s's dw on the same mask. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
@@ -61,9 +75,13 @@ enum { NLAYERS = (int)(sizeof bench_layers / sizeof bench_layers[0]) };
 const int bench_nlayers = NLAYERS;
 
 enum { DEFAULT_REPS = 40, QUICK_REPS = 2, DEFAULT_WARMUP = 2, QUICK_WARMUP = 1 };
+/* Timed rounds of the training step per layer and mask (of the layer's --reps),
+ * fewer than the filter gradient's: a step costs three convolutions. */
+enum { DEFAULT_TRAIN_REPS = 20 };
 enum { NSAMPLES = 64 };                /* random dw elements checked per layer, plus first and last */
 static const double FULL_REF_MACS = 1.5e8; /* full double reference up to this size */
 static const double SLOW_BUDGET_S = 12.0; /* timed seconds per implementation and layer, at most */
+static const double TRAIN_BUDGET_S = 6.0; /* the same, training-step runners */
 /* After a multi-threaded peer's run: OpenBLAS's idle threads spin for ~100 ms
  * (oneDNN's OpenMP ones for well under 25 ms) before they sleep, and would take
  * CPU from the next measurement. */
@@ -86,6 +104,16 @@ const char *impl_key(int impl, int dtype)
     case IMPL_ONEDNN: return "onednn";
     default: return "im2col_blas";
     }
+}
+
+const char *train_label(int impl)
+{
+    return impl == TRAIN_ONEDNN ? "oneDNN" : "convgrad";
+}
+
+const char *train_key(int impl)
+{
+    return impl == TRAIN_ONEDNN ? "onednn" : "convgrad";
 }
 
 /* ---- small utilities ----------------------------------------------------- */
@@ -261,6 +289,7 @@ static int mkdir_p(const char *path)
 typedef struct options {
     const char *out_dir;
     int reps, warmup;
+    int train_reps; /* timed rounds of the training step; 0: not run */
     int quick;
     int fp32, fp16;
     int masks[32];
@@ -278,12 +307,17 @@ static void usage(FILE *f)
             "\n"
             "Runs fp_conv_grad_filter_s (host mode) on the built-in layer set for core masks\n"
             "0b1, 0b11, ... up to the CPU count, against oneDNN backward-weights, a plain\n"
-            "im2col + OpenBLAS sgemm baseline and the machine's limits, all in one run;\n"
-            "checks every result; prints a table and writes CSV and PNG plots.\n"
+            "im2col + OpenBLAS sgemm baseline and the machine's limits, and the whole fp32\n"
+            "training step (cg_conv2d_*) against oneDNN's, all in one run; checks every\n"
+            "result; prints tables and writes CSV and PNG plots.\n"
             "\n"
             "  --layers a,b,c   layers to run, by name (default: all; --list shows them)\n"
             "  --reps N         timed rounds per layer (default %d; the median is kept)\n"
             "  --warmup N       untimed runs of each implementation first (default %d)\n"
+            "  --train-reps N   timed rounds of the training step (cg_conv2d_* forward + backward\n"
+            "                   data + backward weights + backward bias, against oneDNN's three\n"
+            "                   primitives), spread over the layer's rounds (default %d, at most\n"
+            "                   --reps; 0 leaves the training step out; --dtype fp16 too)\n"
             "  --masks m,m      core masks (decimal, 0x.. or 0b..; default 1,3,7,... up to the CPUs)\n"
             "  --dtype T        fp32, fp16 or both (default both; fp16 = hp_conv_grad_filter_s)\n"
             "  --quick          smoke test: %d rounds, %d warm-up, small limit measurements\n"
@@ -297,7 +331,8 @@ static void usage(FILE *f)
             "\n"
             "Exit status: 0 when every check passed, 1 when a check or a call failed, 2 on\n"
             "bad options. Targets missed are reported, not an error.\n",
-            DEFAULT_REPS, DEFAULT_WARMUP, QUICK_REPS, QUICK_WARMUP, CG_BENCH_DEFAULT_OUT, SETTLE_MS);
+            DEFAULT_REPS, DEFAULT_WARMUP, DEFAULT_TRAIN_REPS, QUICK_REPS, QUICK_WARMUP,
+            CG_BENCH_DEFAULT_OUT, SETTLE_MS);
 }
 
 static int parse_int(const char *s, long *out)
@@ -335,6 +370,7 @@ static int parse_options(int argc, char **argv, options *o)
     o->out_dir = CG_BENCH_DEFAULT_OUT;
     o->reps = -1;
     o->warmup = -1;
+    o->train_reps = -1;
     o->fp32 = o->fp16 = 1;
     o->settle_ms = SETTLE_MS;
     for (int i = 0; i < NLAYERS; ++i)
@@ -382,6 +418,13 @@ static int parse_options(int argc, char **argv, options *o)
                 return -1;
             }
             o->warmup = (int)n;
+        } else if (!strcmp(a, "--train-reps")) {
+            NEED_VALUE();
+            if (parse_int(v, &n) || n > 100000) {
+                fprintf(stderr, "convgrad-bench: --train-reps wants a count, not '%s'\n", v);
+                return -1;
+            }
+            o->train_reps = (int)n;
         } else if (!strcmp(a, "--settle-ms")) {
             NEED_VALUE();
             char *end;
@@ -464,6 +507,12 @@ static int parse_options(int argc, char **argv, options *o)
         o->reps = o->quick ? QUICK_REPS : DEFAULT_REPS;
     if (o->warmup < 0)
         o->warmup = o->quick ? QUICK_WARMUP : DEFAULT_WARMUP;
+    if (o->train_reps < 0)
+        o->train_reps = o->quick ? o->reps : DEFAULT_TRAIN_REPS;
+    if (o->train_reps > o->reps)
+        o->train_reps = o->reps;
+    if (!o->fp32)
+        o->train_reps = 0;
     if (!o->nmasks) {
         int k = bench_cpu_count();
         if (k > 32)
@@ -521,6 +570,11 @@ static ConvParameter param_of(const bench_shape *s)
 double layer_flops(const bench_shape *s)
 {
     return 2.0 * s->n * s->oh * s->ow * (double)s->cout * s->kh * s->kw * (s->cin / s->group);
+}
+
+double train_flops(const bench_shape *s)
+{
+    return 3.0 * layer_flops(s);
 }
 
 static size_t dw_elems(const bench_shape *s)
@@ -655,7 +709,19 @@ typedef struct runner {
     check chk, chk_peer; /* against the reference; oneDNN also against convgrad */
     int has_peer_check;
     float *dnn_ohwi; /* oneDNN's result in OHWI, for the checks */
+    /* the training step (impl is a train_impl then) */
+    int train;
+    onednn_train *tdnn;
+    float *y, *dx, *tdw, *db; /* its outputs (oneDNN's dw reordered to OHWI after the rounds) */
+    double *tph;              /* NPHASE seconds per timed round */
+    double *tbias;            /* convgrad: cg_conv2d_backward_bias's seconds per timed round */
+    check tchk[4], tpeer[4];  /* y, dx, dw, db: against the references; against oneDNN's */
+    check tgrad;              /* dw against fp_conv_grad_filter_s's on the same mask */
+    int has_tpeer, has_tgrad;
 } runner;
+
+enum { T_Y, T_DX, T_DW, T_DB };
+static const char *const tnames[4] = {"y", "dx", "dw", "db"};
 
 typedef struct layer_ctx {
     const bench_layer *L;
@@ -664,12 +730,92 @@ typedef struct layer_ctx {
     float *x, *dy, *col;
     float16 *x16, *dy16;
     double flops;
+    cg_conv2d cv;    /* the training step's descriptor: NHWC, OHWI */
+    float *w, *b;    /* its weights and bias */
 } layer_ctx;
 
-/* Runs r once; returns the seconds of the timed part, < 0 on failure. */
-static double run_once(runner *r, layer_ctx *c)
+static cg_conv2d conv2d_of(const bench_shape *s)
+{
+    cg_conv2d cv;
+    memset(&cv, 0, sizeof cv);
+    cv.layout = CG_LAYOUT_NHWC;
+    cv.batch = s->n;
+    cv.in_h = s->h;
+    cv.in_w = s->w;
+    cv.in_c = s->cin;
+    cv.out_c = s->cout;
+    cv.kernel_h = s->kh;
+    cv.kernel_w = s->kw;
+    cv.groups = s->group;
+    cv.stride_h = cv.stride_w = s->stride;
+    cv.dilation_h = cv.dilation_w = s->dil;
+    cv.pad_top = cv.pad_left = s->pad;
+    cv.pad_bottom = s->pad_d;
+    cv.pad_right = s->pad_r;
+    return cv;
+}
+
+static const char *runner_label(const runner *r)
+{
+    if (r->train)
+        return r->impl == TRAIN_ONEDNN ? "oneDNN step" : "convgrad step";
+    return impl_label(r->impl, r->dtype);
+}
+
+/* One training step; ph gets each phase's seconds. Returns the step's seconds, < 0 on failure. */
+static double run_train_once(runner *r, layer_ctx *c, double ph[NPHASE], double *bias_s)
+{
+    if (r->impl == TRAIN_ONEDNN) {
+        onednn_set_threads(r->cores);
+        if (onednn_train_execute(r->tdnn, ph) != 0) {
+            if (!r->call_failures++)
+                snprintf(r->failure, sizeof r->failure, "oneDNN training-step execution failed");
+            return -1;
+        }
+        *bias_s = 0;
+        return ph[PH_FWD] + ph[PH_BWD_DATA] + ph[PH_BWD_WEIGHTS];
+    }
+    cg_status st[4];
+    const double t0 = bench_now();
+    st[0] = cg_conv2d_forward(&c->cv, c->x, c->w, c->b, r->y, r->mask);
+    const double t1 = bench_now();
+    st[1] = cg_conv2d_backward_data(&c->cv, c->dy, c->w, r->dx, r->mask);
+    const double t2 = bench_now();
+    st[2] = cg_conv2d_backward_weights(&c->cv, c->x, c->dy, r->tdw, r->mask);
+    const double t3 = bench_now();
+    st[3] = cg_conv2d_backward_bias(&c->cv, c->dy, r->db, r->mask);
+    const double t4 = bench_now();
+    static const char *const calls[4] = {"cg_conv2d_forward", "cg_conv2d_backward_data",
+                                         "cg_conv2d_backward_weights", "cg_conv2d_backward_bias"};
+    for (int k = 0; k < 4; ++k)
+        if (st[k] != CG_OK) {
+            if (!r->call_failures++)
+                snprintf(r->failure, sizeof r->failure, "%s: status %d: %s", calls[k], (int)st[k],
+                         cg_status_message(st[k]));
+            return -1;
+        }
+    ph[PH_FWD] = t1 - t0;
+    ph[PH_BWD_DATA] = t2 - t1;
+    ph[PH_BWD_WEIGHTS] = t4 - t2;
+    *bias_s = t4 - t3;
+    return t4 - t0;
+}
+
+/* Runs r once; returns the seconds of the timed part, < 0 on failure. A
+ * training-step runner's phases go to its tph/tbias slot `slot` (-1: warm-up). */
+static double run_once(runner *r, layer_ctx *c, int slot)
 {
     double t0, dt;
+    if (r->train) {
+        double ph[NPHASE], bias_s;
+        dt = run_train_once(r, c, ph, &bias_s);
+        if (dt >= 0 && slot >= 0) {
+            for (int k = 0; k < NPHASE; ++k)
+                r->tph[(size_t)slot * NPHASE + k] = ph[k];
+            r->tbias[slot] = bias_s;
+        }
+        return dt;
+    }
     switch (r->impl) {
     case IMPL_CONVGRAD: {
         memset(r->out, 0, r->out_bytes);
@@ -731,6 +877,34 @@ static result *add_result(void)
     result *r = &g_results[g_nresults++];
     memset(r, 0, sizeof *r);
     return r;
+}
+
+int g_train_reps_asked;
+train_result *g_train;
+int g_ntrain;
+static int g_cap_train;
+
+static train_result *add_train_result(void)
+{
+    if (g_ntrain == g_cap_train) {
+        g_cap_train = g_cap_train ? 2 * g_cap_train : 32;
+        g_train = realloc(g_train, sizeof *g_train * (size_t)g_cap_train);
+        if (!g_train)
+            exit(3);
+    }
+    train_result *r = &g_train[g_ntrain++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+const train_result *find_train(int layer, int impl, int cores)
+{
+    for (int i = 0; i < g_ntrain; ++i) {
+        const train_result *r = &g_train[i];
+        if (r->layer == layer && r->impl == impl && r->cores == cores && r->median_ms > 0)
+            return r;
+    }
+    return NULL;
 }
 
 const result *find_result(int layer, int impl, int dtype, int cores)
@@ -813,6 +987,159 @@ static double est_runner(const bench_layer *L, int impl, int dtype, int cores, c
     return (o->warmup + reps) * (t + settle);
 }
 
+/* The same for a training-step runner: three convolutions a step, --train-reps rounds. */
+static double est_train_runner(const bench_layer *L, int impl, int cores, const options *o)
+{
+    double t = 3.0 * guess_seconds(L, IMPL_CONVGRAD, cores);
+    int reps = o->train_reps;
+    double cap = t > 0 ? TRAIN_BUDGET_S / t : reps;
+    if (cap < 3)
+        cap = 3;
+    if (cap < reps)
+        reps = (int)cap;
+    double settle = impl == TRAIN_ONEDNN && cores > 1 ? o->settle_ms * 1e-3 : 0.0;
+    return (o->warmup + reps) * (t + settle);
+}
+
+/* ---- the training step's references ------------------------------------------------- */
+
+/* Sampled elements of y and dx (exact sums in double, with the sum of |terms|),
+ * every element of db. */
+typedef struct train_expected {
+    size_t yi[NSAMPLES + 2], xi[NSAMPLES + 2];
+    double yv[NSAMPLES + 2], ya[NSAMPLES + 2], xv[NSAMPLES + 2], xa[NSAMPLES + 2];
+    int ny, nx;
+    double *db, *db_abs; /* cout each */
+} train_expected;
+
+/* y element e (NHWC) = b[co] + sum over kh, kw, ci of x * w (OHWI). */
+static double exact_y(const layer_ctx *c, size_t e, double *abs_out)
+{
+    const bench_shape *s = &c->s;
+    const int cip = s->cin / s->group, cop = s->cout / s->group;
+    const int co = (int)(e % s->cout);
+    const int ow = (int)((e / s->cout) % s->ow);
+    const int oh = (int)((e / ((size_t)s->cout * s->ow)) % s->oh);
+    const int n = (int)(e / ((size_t)s->cout * s->ow * s->oh));
+    const int g = co / cop;
+    double sum = c->b[co], abs_sum = fabs(c->b[co]);
+    for (int kh = 0; kh < s->kh; ++kh) {
+        const int iy = oh * s->stride + kh * s->dil - s->pad;
+        if (iy < 0 || iy >= s->h)
+            continue;
+        for (int kw = 0; kw < s->kw; ++kw) {
+            const int ix = ow * s->stride + kw * s->dil - s->pad;
+            if (ix < 0 || ix >= s->w)
+                continue;
+            const float *xp =
+                c->x + (((size_t)n * s->h + iy) * s->w + ix) * s->cin + (size_t)g * cip;
+            const float *wp = c->w + (((size_t)co * s->kh + kh) * s->kw + kw) * cip;
+            for (int ci = 0; ci < cip; ++ci) {
+                const double t = (double)xp[ci] * (double)wp[ci];
+                sum += t;
+                abs_sum += fabs(t);
+            }
+        }
+    }
+    *abs_out = abs_sum;
+    return sum;
+}
+
+/* dx element e (NHWC) = sum over the co of its group, kh, kw of dy * w, where
+ * oh*stride + kh*dil - pad = ih and ow*stride + kw*dil - pad = iw. */
+static double exact_dx(const layer_ctx *c, size_t e, double *abs_out)
+{
+    const bench_shape *s = &c->s;
+    const int cip = s->cin / s->group, cop = s->cout / s->group;
+    const int cx = (int)(e % s->cin);
+    const int iw = (int)((e / s->cin) % s->w);
+    const int ih = (int)((e / ((size_t)s->cin * s->w)) % s->h);
+    const int n = (int)(e / ((size_t)s->cin * s->w * s->h));
+    const int g = cx / cip, ci = cx % cip;
+    double sum = 0, abs_sum = 0;
+    for (int kh = 0; kh < s->kh; ++kh) {
+        const int py = ih + s->pad - kh * s->dil;
+        if (py < 0 || py % s->stride || py / s->stride >= s->oh)
+            continue;
+        const int oh = py / s->stride;
+        for (int kw = 0; kw < s->kw; ++kw) {
+            const int px = iw + s->pad - kw * s->dil;
+            if (px < 0 || px % s->stride || px / s->stride >= s->ow)
+                continue;
+            const int ow = px / s->stride;
+            const float *dyp = c->dy + (((size_t)n * s->oh + oh) * s->ow + ow) * s->cout;
+            for (int co = g * cop; co < (g + 1) * cop; ++co) {
+                const float wv = c->w[(((size_t)co * s->kh + kh) * s->kw + kw) * cip + ci];
+                const double t = (double)dyp[co] * (double)wv;
+                sum += t;
+                abs_sum += fabs(t);
+            }
+        }
+    }
+    *abs_out = abs_sum;
+    return sum;
+}
+
+static void train_references(const layer_ctx *c, train_expected *te)
+{
+    const bench_shape *s = &c->s;
+    const size_t ny = (size_t)s->n * s->oh * s->ow * s->cout;
+    const size_t nx = (size_t)s->n * s->h * s->w * s->cin;
+    memset(te, 0, sizeof *te);
+    te->yi[te->ny++] = 0;
+    te->yi[te->ny++] = ny - 1;
+    te->xi[te->nx++] = 0;
+    te->xi[te->nx++] = nx - 1;
+    for (int k = 0; k < NSAMPLES; ++k) {
+        te->yi[te->ny++] = (size_t)(rng_next() % ny);
+        te->xi[te->nx++] = (size_t)(rng_next() % nx);
+    }
+    for (int k = 0; k < te->ny; ++k)
+        te->yv[k] = exact_y(c, te->yi[k], &te->ya[k]);
+    for (int k = 0; k < te->nx; ++k)
+        te->xv[k] = exact_dx(c, te->xi[k], &te->xa[k]);
+    te->db = xalloc((size_t)s->cout * sizeof(double));
+    te->db_abs = xalloc((size_t)s->cout * sizeof(double));
+    for (int co = 0; co < s->cout; ++co)
+        te->db[co] = te->db_abs[co] = 0;
+    for (size_t i = 0; i < ny; ++i) {
+        te->db[i % s->cout] += c->dy[i];
+        te->db_abs[i % s->cout] += fabs(c->dy[i]);
+    }
+}
+
+/* Every element of a against b (two results of the same step), as the
+ * oneDNN/convgrad peer check of the filter gradient. */
+static void check_all_pairs(check *k, const char *what, const float *a, const float *b, size_t n)
+{
+    snprintf(k->what, sizeof k->what, "%s", what);
+    for (size_t e = 0; e < n; ++e)
+        check_one(k, e, a[e], b[e], 1e-6 * (fabs(a[e]) + fabs(b[e])) + 1e-6);
+}
+
+static void check_train_references(runner *r, const layer_ctx *c, const train_expected *te,
+                                   const expected *ex)
+{
+    check *k = r->tchk;
+    snprintf(k[T_Y].what, sizeof k[T_Y].what, "y, %d sampled", te->ny);
+    for (int i = 0; i < te->ny; ++i)
+        check_one(&k[T_Y], te->yi[i], r->y[te->yi[i]], te->yv[i], tol_fp32(te->ya[i]));
+    snprintf(k[T_DX].what, sizeof k[T_DX].what, "dx, %d sampled", te->nx);
+    for (int i = 0; i < te->nx; ++i)
+        check_one(&k[T_DX], te->xi[i], r->dx[te->xi[i]], te->xv[i], tol_fp32(te->xa[i]));
+    check_against_reference(&k[T_DW], ex, dw_elems(&c->s), r->tdw, 0);
+    snprintf(k[T_DW].what, sizeof k[T_DW].what, "dw, %s", ex->full ? "all" : "sampled");
+    snprintf(k[T_DB].what, sizeof k[T_DB].what, "db, all %d", c->s.cout);
+    for (int co = 0; co < c->s.cout; ++co)
+        check_one(&k[T_DB], (size_t)co, r->db[co], te->db[co], tol_fp32(te->db_abs[co]));
+}
+
+static void nan_fill(float *v, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        v[i] = NAN;
+}
+
 /* ---- one layer ---------------------------------------------------------------------- */
 
 typedef struct run_state {
@@ -822,6 +1149,7 @@ typedef struct run_state {
     double real_done;           /* seconds spent in finished layers */
     int layer_pos;
     int failures;
+    double train_s; /* wall seconds of the training step's runs and pauses */
 } run_state;
 
 static void run_layer(run_state *st, int li)
@@ -875,7 +1203,9 @@ static void run_layer(run_state *st, int li)
     }
 
     /* the runners */
-    runner rs[3 * 2 * 32];
+    runner *rs = calloc((size_t)(NIMPL * 2 + NTRAIN) * 32, sizeof *rs);
+    if (!rs)
+        exit(3);
     int nr = 0;
     char dnn_err[200] = "";
     int any_baseline = 0;
@@ -928,16 +1258,75 @@ static void run_layer(run_state *st, int li)
     if (dnn_err[0])
         say("  !! oneDNN primitive for %s not created: %s\n", c.L->name, dnn_err);
 
+    /* the training step: w and b (multiples of 1/8 too), its references, its runners */
+    train_expected te;
+    memset(&te, 0, sizeof te);
+    if (o->train_reps > 0) {
+        progress("[%d/%d] %s: preparing the training step", st->layer_pos + 1, o->nlayers,
+                 c.L->name);
+        c.cv = conv2d_of(&c.s);
+        c.w = xalloc(ndw * sizeof(float));
+        c.b = xalloc((size_t)c.s.cout * sizeof(float));
+        fill(c.w, ndw);
+        fill(c.b, (size_t)c.s.cout);
+        train_references(&c, &te);
+        char terr[200] = "";
+        for (int impl = 0; impl < NTRAIN; ++impl) {
+            if (impl == TRAIN_ONEDNN && !onednn_available())
+                continue;
+            for (int m = 0; m < o->nmasks; ++m) {
+                runner *r = &rs[nr];
+                memset(r, 0, sizeof *r);
+                r->train = 1;
+                r->impl = impl;
+                r->dtype = DT_FP32;
+                r->mask = o->masks[m];
+                r->cores = GetCoreNum(r->mask);
+                r->y = xalloc(ndy * sizeof(float));
+                r->dx = xalloc(nx * sizeof(float));
+                r->tdw = xalloc(ndw * sizeof(float));
+                r->db = xalloc((size_t)c.s.cout * sizeof(float));
+                /* outputs are overwritten: NaN shows an element never written */
+                nan_fill(r->y, ndy);
+                nan_fill(r->dx, nx);
+                nan_fill(r->tdw, ndw);
+                nan_fill(r->db, (size_t)c.s.cout);
+                if (impl == TRAIN_ONEDNN) {
+                    r->tdnn = onednn_train_create(&c.s, r->cores, c.x, c.w, c.b, c.dy, r->y, r->dx,
+                                                  r->db, terr, sizeof terr);
+                    if (!r->tdnn) {
+                        free(r->y);
+                        free(r->dx);
+                        free(r->tdw);
+                        free(r->db);
+                        continue;
+                    }
+                }
+                r->t = calloc((size_t)o->reps, sizeof(double));
+                r->tph = calloc((size_t)o->reps * NPHASE, sizeof(double));
+                r->tbias = calloc((size_t)o->reps, sizeof(double));
+                nr++;
+            }
+        }
+        if (terr[0])
+            say("  !! oneDNN training-step primitives for %s not created: %s\n", c.L->name, terr);
+    }
+
     /* warm-up, then the interleaved rounds */
     const int total = o->warmup + o->reps;
     double est_layer = 0;
     for (int i = 0; i < nr; ++i)
-        est_layer += est_runner(c.L, rs[i].impl, rs[i].dtype, rs[i].cores, o);
+        est_layer += rs[i].train ? est_train_runner(c.L, rs[i].impl, rs[i].cores, o)
+                                 : est_runner(c.L, rs[i].impl, rs[i].dtype, rs[i].cores, o);
     for (int round = 0; round < total; ++round) {
         const int timed = round >= o->warmup;
         for (int k = 0; k < nr; ++k) {
             runner *r = &rs[(k + round) % nr];
             if (timed && r->max_reps && r->nt >= r->max_reps)
+                continue;
+            /* the training step: its max_reps timed runs spread evenly over the rounds */
+            if (timed && r->train && r->max_reps &&
+                r->nt >= (int)((long)(round - o->warmup + 1) * r->max_reps / o->reps))
                 continue;
             {
                 double elapsed = bench_now() - st->t_start;
@@ -949,30 +1338,36 @@ static void run_layer(run_state *st, int li)
                 fmt_duration(e1, sizeof e1, elapsed);
                 fmt_duration(e2, sizeof e2, eta);
                 progress("[%d/%d] %-14s %-13s %2d core%s  %s %d/%d   elapsed %s  ETA ~%s",
-                         st->layer_pos + 1, o->nlayers, c.L->name, impl_label(r->impl, r->dtype),
+                         st->layer_pos + 1, o->nlayers, c.L->name, runner_label(r),
                          r->cores, r->cores == 1 ? " " : "s", timed ? "round" : "warm-up",
                          timed ? round - o->warmup + 1 : round + 1, timed ? o->reps : o->warmup, e1,
                          e2);
             }
-            double dt = run_once(r, &c);
+            const double t_run0 = bench_now();
+            double dt = run_once(r, &c, timed ? r->nt : -1);
             if (timed && dt >= 0)
                 r->t[r->nt++] = dt;
             if (!r->max_reps && dt >= 0) {
                 /* at most ~SLOW_BUDGET_S of timed runs each (3 at least): the
-                 * im2col baseline of a depthwise layer takes seconds a run */
-                int cap = (int)(SLOW_BUDGET_S / dt);
+                 * im2col baseline of a depthwise layer takes seconds a run;
+                 * ~TRAIN_BUDGET_S and --train-reps for a training-step runner */
+                int cap = (int)((r->train ? TRAIN_BUDGET_S : SLOW_BUDGET_S) / dt);
                 r->max_reps = cap < 3 ? 3 : cap;
                 if (r->max_reps > o->reps)
                     r->max_reps = o->reps;
+                if (r->train && r->max_reps > o->train_reps)
+                    r->max_reps = o->train_reps;
             }
             if (r->impl != IMPL_CONVGRAD && r->cores > 1 && o->settle_ms > 0)
                 bench_sleep_ms(o->settle_ms);
+            if (r->train)
+                st->train_s += bench_now() - t_run0;
         }
     }
     /* oneDNN's conversion to OHWI: timed on its own, after the rounds */
     for (int i = 0; i < nr; ++i) {
         runner *r = &rs[i];
-        if (r->impl != IMPL_ONEDNN)
+        if (r->train || r->impl != IMPL_ONEDNN)
             continue;
         int n = o->reps < 5 ? o->reps : 5;
         for (int k = 0; k < n; ++k) {
@@ -987,12 +1382,15 @@ static void run_layer(run_state *st, int li)
     progress("[%d/%d] %s: checking", st->layer_pos + 1, o->nlayers, c.L->name);
     for (int i = 0; i < nr; ++i) {
         runner *r = &rs[i];
+        if (r->train)
+            continue;
         if (r->impl == IMPL_ONEDNN) {
             check_against_reference(&r->chk, &ex, ndw, r->dnn_ohwi, 0);
             /* against convgrad fp32 on the same mask, every element */
             for (int j = 0; j < nr; ++j) {
                 runner *q = &rs[j];
-                if (q->impl == IMPL_CONVGRAD && q->dtype == DT_FP32 && q->mask == r->mask) {
+                if (!q->train && q->impl == IMPL_CONVGRAD && q->dtype == DT_FP32 &&
+                    q->mask == r->mask) {
                     r->has_peer_check = 1;
                     const float *a = r->dnn_ohwi, *b = q->out;
                     for (size_t e = 0; e < ndw; ++e)
@@ -1005,9 +1403,134 @@ static void run_layer(run_state *st, int li)
         }
     }
 
+    /* the training step's checks: its last outputs against the references, and
+     * convgrad's against oneDNN's and fp_conv_grad_filter_s's on the same mask */
+    for (int i = 0; i < nr; ++i) {
+        runner *r = &rs[i];
+        if (r->train && r->impl == TRAIN_ONEDNN) {
+            onednn_set_threads(r->cores);
+            if (onednn_train_dw_ohwi(r->tdnn, r->tdw) != 0 && !r->call_failures++)
+                snprintf(r->failure, sizeof r->failure,
+                         "oneDNN diff_weights reorder to OHWI failed");
+        }
+    }
+    for (int i = 0; i < nr; ++i) {
+        runner *r = &rs[i];
+        if (!r->train)
+            continue;
+        check_train_references(r, &c, &te, &ex);
+        if (r->impl != TRAIN_CONVGRAD)
+            continue;
+        for (int j = 0; j < nr; ++j) {
+            runner *q = &rs[j];
+            if (q->mask != r->mask)
+                continue;
+            if (q->train && q->impl == TRAIN_ONEDNN) {
+                r->has_tpeer = 1;
+                check_all_pairs(&r->tpeer[T_Y], "y", r->y, q->y, ndy);
+                check_all_pairs(&r->tpeer[T_DX], "dx", r->dx, q->dx, nx);
+                check_all_pairs(&r->tpeer[T_DW], "dw", r->tdw, q->tdw, ndw);
+                check_all_pairs(&r->tpeer[T_DB], "db", r->db, q->db, (size_t)c.s.cout);
+            } else if (!q->train && q->impl == IMPL_CONVGRAD && q->dtype == DT_FP32) {
+                r->has_tgrad = 1;
+                check_all_pairs(&r->tgrad, "dw", r->tdw, (const float *)q->out, ndw);
+            }
+        }
+    }
+    if (o->train_reps > 0 && onednn_available() && o->settle_ms > 0)
+        bench_sleep_ms(o->settle_ms);
+
     /* results */
     for (int i = 0; i < nr; ++i) {
         runner *r = &rs[i];
+        if (r->train) {
+            train_result *res = add_train_result();
+            res->layer = li;
+            res->impl = r->impl;
+            res->mask = r->mask;
+            res->cores = r->cores;
+            res->reps = r->nt;
+            if (r->nt > 0) {
+                double mn = r->t[0], mx = r->t[0];
+                for (int k = 0; k < r->nt; ++k) {
+                    mn = r->t[k] < mn ? r->t[k] : mn;
+                    mx = r->t[k] > mx ? r->t[k] : mx;
+                }
+                res->median_ms = bench_median(r->t, r->nt) * 1e3;
+                res->min_ms = mn * 1e3;
+                res->max_ms = mx * 1e3;
+                res->gflops = train_flops(&c.s) / (res->median_ms * 1e-3) * 1e-9;
+                double *v = xalloc((size_t)r->nt * sizeof(double));
+                for (int ph = 0; ph < NPHASE; ++ph) {
+                    for (int k = 0; k < r->nt; ++k)
+                        v[k] = r->tph[(size_t)k * NPHASE + ph];
+                    res->phase_ms[ph] = bench_median(v, r->nt) * 1e3;
+                }
+                free(v);
+                res->bias_ms = bench_median(r->tbias, r->nt) * 1e3;
+            }
+            if (r->impl == TRAIN_ONEDNN)
+                snprintf(res->dnn_impl, sizeof res->dnn_impl, "%s", onednn_train_impl(r->tdnn));
+            long bad = 0, checked = 0;
+            double worst = 0;
+            const check *all[9];
+            const char *vs[9], *nm[9];
+            int na = 0;
+            for (int k = 0; k < 4; ++k) {
+                vs[na] = "the reference";
+                nm[na] = tnames[k];
+                all[na++] = &r->tchk[k];
+            }
+            if (r->has_tpeer)
+                for (int k = 0; k < 4; ++k) {
+                    vs[na] = "oneDNN's (same mask)";
+                    nm[na] = tnames[k];
+                    all[na++] = &r->tpeer[k];
+                }
+            if (r->has_tgrad) {
+                vs[na] = "fp_conv_grad_filter_s's (same mask)";
+                nm[na] = "dw";
+                all[na++] = &r->tgrad;
+            }
+            for (int k = 0; k < na; ++k) {
+                bad += all[k]->bad;
+                checked += all[k]->checked;
+                worst = all[k]->worst > worst ? all[k]->worst : worst;
+            }
+            int refs_checked = 1;
+            for (int k = 0; k < 4; ++k)
+                refs_checked &= r->tchk[k].checked > 0;
+            int ok = r->call_failures == 0 && r->nt > 0 && r->nt == r->max_reps && bad == 0 &&
+                     refs_checked;
+            res->ok = ok;
+            res->worst = worst;
+            snprintf(res->check_desc, sizeof res->check_desc,
+                     "y %ld sampled, dx %ld sampled, dw %ld (reference), db all %ld: %ld/%ld bad, "
+                     "worst %.3g tol%s%s",
+                     r->tchk[T_Y].checked, r->tchk[T_DX].checked, r->tchk[T_DW].checked,
+                     r->tchk[T_DB].checked, bad, checked, worst,
+                     r->has_tpeer ? "; y dx dw db vs oneDNN all" : "",
+                     r->has_tgrad ? "; dw vs fp_conv_grad_filter_s all" : "");
+            if (!ok) {
+                st->failures++;
+                say("  !! CHECK FAILED: %s training step, %s on mask 0x%x (%d cores)\n", c.L->name,
+                    train_label(r->impl), (unsigned)r->mask, r->cores);
+                if (r->call_failures)
+                    say("  !!   %d failed calls; first: %s\n", r->call_failures, r->failure);
+                else if (r->nt != r->max_reps)
+                    say("  !!   %d of %d timed runs\n", r->nt, r->max_reps);
+                for (int k = 0; k < na; ++k) {
+                    const check *q = all[k];
+                    if (!q->bad)
+                        continue;
+                    say("  !!   %s against %s: %ld of %ld elements out of tolerance; worst "
+                        "%s[%zu] = %.9g, want %.9g (%.3g x tol)\n",
+                        q->what, vs[k], q->bad, q->checked, nm[k], q->worst_i, q->worst_got,
+                        q->worst_want, q->worst);
+                }
+            }
+            continue;
+        }
         result *res = add_result();
         res->layer = li;
         res->impl = r->impl;
@@ -1071,7 +1594,19 @@ static void run_layer(run_state *st, int li)
         free(r->ws);
         free(r->dnn_ohwi);
         onednn_destroy(r->dnn);
+        onednn_train_destroy(r->tdnn);
+        free(r->y);
+        free(r->dx);
+        free(r->tdw);
+        free(r->db);
+        free(r->tph);
+        free(r->tbias);
     }
+    free(rs);
+    free(c.w);
+    free(c.b);
+    free(te.db);
+    free(te.db_abs);
     free(c.col);
     free(c.x);
     free(c.dy);
@@ -1092,6 +1627,7 @@ int main(int argc, char **argv)
         return 2;
     g_progress_tty = isatty(2);
     g_reps_asked = o.reps;
+    g_train_reps_asked = o.train_reps;
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (mkdir_p(o.out_dir) != 0) {
         fprintf(stderr, "convgrad-bench: cannot create %s: %s\n", o.out_dir, strerror(errno));
@@ -1135,6 +1671,14 @@ int main(int argc, char **argv)
     say("; dtype: %s; %d warm-up + %d timed rounds (interleaved), medians%s\n",
         o.fp32 && o.fp16 ? "fp32 and fp16" : o.fp32 ? "fp32" : "fp16", o.warmup, o.reps,
         o.quick ? "; --quick" : "");
+    if (o.train_reps > 0)
+        say("training step (fp32 NHWC, OHWI weights): convgrad cg_conv2d_forward (with bias) + "
+            "backward_data + backward_weights + backward_bias, against oneDNN forward_training "
+            "(with bias) + backward data + backward weights (with diff_bias), in %d of the %d "
+            "timed rounds (spread evenly; --train-reps)\n",
+            o.train_reps, o.reps);
+    else
+        say("training step: left out (%s)\n", o.fp32 ? "--train-reps 0" : "fp32 not run");
     say("output: %s\n", o.out_dir);
 
     /* launch and barrier costs, first, while nothing else has threads */
@@ -1226,6 +1770,9 @@ int main(int argc, char **argv)
                                 (onednn_available() ? est_runner(L, IMPL_ONEDNN, DT_FP32, c, &o) : 0);
             if (o.fp16)
                 st.est_total += est_runner(L, IMPL_CONVGRAD, DT_FP16, c, &o);
+            if (o.train_reps > 0)
+                st.est_total += est_train_runner(L, TRAIN_CONVGRAD, c, &o) +
+                                (onednn_available() ? est_train_runner(L, TRAIN_ONEDNN, c, &o) : 0);
         }
     }
     {
@@ -1246,6 +1793,8 @@ int main(int argc, char **argv)
     say("(%%FMA: GFLOP/s over the FMA loop's limit at the same number of cores; vs oneDNN: "
         "oneDNN's median time over this row's (>1 = faster than oneDNN, same cores); x1core: "
         "the same implementation's 1-core median over this row's)\n");
+    if (o.train_reps > 0)
+        print_train_table();
 
     /* oneDNN's implementations and the fp16 note */
     if (onednn_available()) {
@@ -1257,6 +1806,15 @@ int main(int argc, char **argv)
             if (d)
                 say("  %-15s %-36s reorder to OHWI %.3f ms\n", bench_layers[o.layers[i]].name,
                     d->dnn_impl, d->reorder_ms);
+        }
+        if (o.train_reps > 0) {
+            say("oneDNN's training-step primitives per layer (max cores; weights and diff_weights "
+                "in its blocked layouts, reorders not timed):\n");
+            for (int i = 0; i < o.nlayers; ++i) {
+                const train_result *d = find_train(o.layers[i], TRAIN_ONEDNN, K);
+                if (d)
+                    say("  %-15s %s\n", bench_layers[o.layers[i]].name, d->dnn_impl);
+            }
         }
         if (o.fp16) {
             bench_shape s = shape_of(&bench_layers[o.layers[0]]);
@@ -1305,28 +1863,43 @@ int main(int argc, char **argv)
 
     /* files */
     write_csv(o.out_dir);
+    if (o.train_reps > 0)
+        write_train_csv(o.out_dir);
     char why[256] = "";
     int plotted = write_plots(o.out_dir, o.no_plots, why, sizeof why);
     const double load1 = load_average();
     char e[16];
     fmt_duration(e, sizeof e, bench_now() - t_start);
-    say("\nWrote %s/results.csv (one row per measurement), limits.csv, overhead.csv, summary.txt",
-        o.out_dir);
+    say("\nWrote %s/results.csv (one row per measurement), %slimits.csv, overhead.csv, "
+        "summary.txt",
+        o.out_dir, o.train_reps > 0 ? "training.csv (the training step), " : "");
     if (plotted)
-        say(",\n  plots: gflops_<N>core(s).png (GFLOP/s by layer and implementation), speedup.png\n");
+        say(",\n  plots: gflops_<N>core(s).png (GFLOP/s by layer and implementation), "
+            "speedup.png%s\n",
+            o.train_reps > 0 ? ",\n  training_<N>core(s).png (training step GFLOP/s by layer)"
+                             : "");
     else
         say("\n  plots skipped: %s\n", why);
-    say("Total time %s (min:s); load average at end %.2f\n", e, load1);
+    if (o.train_reps > 0) {
+        char e2[16];
+        fmt_duration(e2, sizeof e2, st.train_s);
+        say("Total time %s (min:s), of which the training step's runs %s; load average at end "
+            "%.2f\n",
+            e, e2, load1);
+    } else {
+        say("Total time %s (min:s); load average at end %.2f\n", e, load1);
+    }
     if (load1 > 0.5 * ncpu)
         say("  !! the machine was busy during the run (load %.2f on %d CPUs)\n", load1, ncpu);
     if (st.failures) {
         say("\n!! %d CHECK FAILURE%s: see the '!!' lines above. Exit status 1.\n", st.failures,
             st.failures == 1 ? "" : "S");
     } else {
-        say("All %d measured results checked: ok.\n", g_nresults);
+        say("All %d measured results checked: ok.\n", g_nresults + g_ntrain);
     }
     if (g_summary)
         fclose(g_summary);
     free(g_results);
+    free(g_train);
     return st.failures ? 1 : 0;
 }

@@ -56,6 +56,182 @@ void print_rows_for_layer(int li)
             }
 }
 
+/* ---- the training step ------------------------------------------------------------- */
+
+/* The layers and core counts of the training-step results, in run order / ascending. */
+static int train_layers(int *out, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < g_ntrain; ++i) {
+        int seen = 0;
+        for (int k = 0; k < n; ++k)
+            seen |= out[k] == g_train[i].layer;
+        if (!seen && n < cap)
+            out[n++] = g_train[i].layer;
+    }
+    return n;
+}
+
+static int train_cores(int *out, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < g_ntrain; ++i) {
+        int seen = 0;
+        for (int k = 0; k < n; ++k)
+            seen |= out[k] == g_train[i].cores;
+        if (!seen && n < cap)
+            out[n++] = g_train[i].cores;
+    }
+    for (int a = 0; a < n; ++a)
+        for (int b = a + 1; b < n; ++b)
+            if (out[b] < out[a]) {
+                int t = out[a];
+                out[a] = out[b];
+                out[b] = t;
+            }
+    return n;
+}
+
+/* Any training-step result for (layer, impl, cores), with a median or not. */
+static const train_result *any_train(int layer, int impl, int cores)
+{
+    for (int i = 0; i < g_ntrain; ++i)
+        if (g_train[i].layer == layer && g_train[i].impl == impl && g_train[i].cores == cores)
+            return &g_train[i];
+    return NULL;
+}
+
+void print_train_table(void)
+{
+    int layers[64], cores[33];
+    const int nl = train_layers(layers, 64), nc = train_cores(cores, 33);
+    say("\nTraining step, fp32 NHWC, OHWI weights: convgrad = cg_conv2d_forward (with bias) + "
+        "cg_conv2d_backward_data + cg_conv2d_backward_weights + cg_conv2d_backward_bias; oneDNN = "
+        "forward_training (with bias) + backward data + backward weights (with diff_bias), on as "
+        "many threads; medians of %d timed round%s%s; GFLOP = 3x the convolution's (bias not "
+        "counted)\n",
+        g_train_reps_asked, g_train_reps_asked == 1 ? "" : "s",
+        g_train_reps_asked < g_reps_asked
+            ? " (fewer than the filter gradient's, spread evenly over its rounds)"
+            : " (the filter gradient's rounds)");
+    say("%-15s %6s %5s %11s %10s %7s %8s %11s %7s %7s %7s  %s\n", "layer", "GFLOP", "cores",
+        "convgrad ms", "oneDNN ms", "ratio", "GFLOP/s", "oneDNN GF/s", "fwd", "bwd-d", "bwd-w",
+        "check");
+    for (int a = 0; a < nl; ++a) {
+        const int li = layers[a];
+        bench_shape s = shape_of(&bench_layers[li]);
+        for (int b = 0; b < nc; ++b) {
+            const train_result *cg = any_train(li, TRAIN_CONVGRAD, cores[b]);
+            const train_result *dn = any_train(li, TRAIN_ONEDNN, cores[b]);
+            if (!cg && !dn)
+                continue;
+            char cms[16] = "-", dms[16] = "-", ratio[16] = "-", cgf[16] = "-", dgf[16] = "-";
+            char ph[NPHASE][16];
+            for (int k = 0; k < NPHASE; ++k)
+                snprintf(ph[k], sizeof ph[k], "-");
+            if (cg && cg->median_ms > 0) {
+                snprintf(cms, sizeof cms, "%.3f", cg->median_ms);
+                snprintf(cgf, sizeof cgf, "%.1f", cg->gflops);
+            }
+            if (dn && dn->median_ms > 0) {
+                snprintf(dms, sizeof dms, "%.3f", dn->median_ms);
+                snprintf(dgf, sizeof dgf, "%.1f", dn->gflops);
+            }
+            if (cg && dn && cg->median_ms > 0 && dn->median_ms > 0) {
+                snprintf(ratio, sizeof ratio, "%.2fx", dn->median_ms / cg->median_ms);
+                for (int k = 0; k < NPHASE; ++k)
+                    if (cg->phase_ms[k] > 0)
+                        snprintf(ph[k], sizeof ph[k], "%.2fx", dn->phase_ms[k] / cg->phase_ms[k]);
+            }
+            int ok = (!cg || cg->ok) && (!dn || dn->ok);
+            int fewest = g_train_reps_asked;
+            if (cg && cg->reps < fewest)
+                fewest = cg->reps;
+            if (dn && dn->reps < fewest)
+                fewest = dn->reps;
+            char chk[64];
+            if (fewest < g_train_reps_asked)
+                snprintf(chk, sizeof chk, "%s (%d rounds)", ok ? "ok" : "FAIL", fewest);
+            else
+                snprintf(chk, sizeof chk, "%s", ok ? "ok" : "FAIL");
+            char gflop[16] = "";
+            if (b == 0)
+                snprintf(gflop, sizeof gflop, "%.3f", train_flops(&s) * 1e-9);
+            say("%-15s %6s %5d %11s %10s %7s %8s %11s %7s %7s %7s  %s\n",
+                b == 0 ? bench_layers[li].name : "", gflop, cores[b], cms, dms, ratio, cgf, dgf,
+                ph[PH_FWD], ph[PH_BWD_DATA], ph[PH_BWD_WEIGHTS], chk);
+        }
+    }
+    int have_dnn = 0;
+    for (int i = 0; i < g_ntrain; ++i)
+        have_dnn |= g_train[i].impl == TRAIN_ONEDNN;
+    if (!have_dnn)
+        say("(no oneDNN training-step results: %s)\n", onednn_describe());
+    say("(ratio: oneDNN's median step time over convgrad's, >1 = convgrad faster, same cores; "
+        "GFLOP/s: convgrad's, then oneDNN's; "
+        "fwd, bwd-d, bwd-w: the same ratio for each phase alone (bwd-w includes the bias "
+        "gradient on both sides); oneDNN's weights stay in its blocked layouts: the reorders "
+        "of w into them and of dw to OHWI (for the checks) are not timed)\n");
+    char line[512] = "";
+    size_t len = 0;
+    for (int b = 0; b < nc; ++b) {
+        double logsum = 0;
+        int n = 0;
+        for (int a = 0; a < nl; ++a) {
+            const train_result *cg = find_train(layers[a], TRAIN_CONVGRAD, cores[b]);
+            const train_result *dn = find_train(layers[a], TRAIN_ONEDNN, cores[b]);
+            if (cg && dn) {
+                logsum += log(dn->median_ms / cg->median_ms);
+                n++;
+            }
+        }
+        if (n && len < sizeof line)
+            len += (size_t)snprintf(line + len, sizeof line - len, "%s%d core%s %.2fx (%d layers)",
+                                    len ? ", " : "", cores[b], cores[b] == 1 ? "" : "s",
+                                    exp(logsum / n), n);
+    }
+    if (len)
+        say("Geometric mean of oneDNN's step time over convgrad's (>1 = convgrad faster): %s\n",
+            line);
+}
+
+void write_train_csv(const char *out_dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/training.csv", out_dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        say("  cannot write %s: %s\n", path, strerror(errno));
+        return;
+    }
+    fprintf(f, "layer,n,h,w,cin,cout,kh,kw,stride,pad,dilation,group,oh,ow,gflop_step,impl,mask,"
+               "cores,reps,median_ms,min_ms,max_ms,gflops,fwd_ms,bwd_data_ms,bwd_weights_bias_ms,"
+               "bias_ms,ratio_vs_onednn,check,check_worst_err_over_tol,check_detail,onednn_impl\n");
+    for (int i = 0; i < g_ntrain; ++i) {
+        const train_result *r = &g_train[i];
+        const bench_layer *L = &bench_layers[r->layer];
+        bench_shape s = shape_of(L);
+        const train_result *d = find_train(r->layer, TRAIN_ONEDNN, r->cores);
+        fprintf(f, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.6f,%s,0x%x,%d,%d,%.6f,%.6f,%.6f,"
+                   "%.3f,%.6f,%.6f,%.6f,",
+                L->name, L->n, L->h, L->w, L->cin, L->cout, L->kh, L->kw, L->stride, L->pad,
+                L->dil, L->group, s.oh, s.ow, train_flops(&s) * 1e-9, train_key(r->impl),
+                (unsigned)r->mask, r->cores, r->reps, r->median_ms, r->min_ms, r->max_ms,
+                r->gflops, r->phase_ms[PH_FWD], r->phase_ms[PH_BWD_DATA],
+                r->phase_ms[PH_BWD_WEIGHTS]);
+        if (r->impl == TRAIN_CONVGRAD)
+            fprintf(f, "%.6f,", r->bias_ms);
+        else
+            fprintf(f, ",");
+        if (d && r->median_ms > 0)
+            fprintf(f, "%.4f,", d->median_ms / r->median_ms);
+        else
+            fprintf(f, ",");
+        fprintf(f, "%s,%.4g,\"%s\",\"%s\"\n", r->ok ? "ok" : "FAIL", r->worst, r->check_desc,
+                r->dnn_impl);
+    }
+    fclose(f);
+}
 
 int max_cores_measured(void)
 {
@@ -268,6 +444,45 @@ int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen)
         if (lim > 0)
             fprintf(f, ", %.3f with lines lw 2 dt 2 lc rgb 'black' title 'FMA limit'", lim);
         fprintf(f, "\n");
+    }
+    if (g_ntrain > 0) {
+        /* the training step: GFLOP/s by layer, convgrad and oneDNN, one PNG per core count */
+        int tl[64], tc[33];
+        const int ntl = train_layers(tl, 64), ntc = train_cores(tc, 33);
+        char tpath[4096];
+        snprintf(tpath, sizeof tpath, "%s/plot_training.dat", out_dir);
+        FILE *t = fopen(tpath, "w");
+        if (t) {
+            for (int ci = 0; ci < ntc; ++ci) {
+                fprintf(t, "layer \"convgrad (cg_conv2d_*)\" \"oneDNN\"\n");
+                for (int k = 0; k < ntl; ++k) {
+                    fprintf(t, "%s", bench_layers[tl[k]].name);
+                    for (int impl = 0; impl < NTRAIN; ++impl) {
+                        const train_result *r = find_train(tl[k], impl, tc[ci]);
+                        if (r)
+                            fprintf(t, " %.3f", r->gflops);
+                        else
+                            fprintf(t, " -");
+                    }
+                    fprintf(t, "\n");
+                }
+                fprintf(t, "\n\n");
+            }
+            fclose(t);
+            for (int ci = 0; ci < ntc; ++ci) {
+                double lim = fma_limit_for(tc[ci]);
+                fprintf(f, "set output 'training_%dcore%s.png'\n", tc[ci], tc[ci] == 1 ? "" : "s");
+                fprintf(f, "set title 'Training step (forward + backward data + backward weights, "
+                           "with bias), GFLOP/s by layer, %d core%s (FMA limit %.0f GFLOP/s)'\n",
+                        tc[ci], tc[ci] == 1 ? "" : "s", lim);
+                fprintf(f, "plot for [c=2:3] 'plot_training.dat' index %d using c:xtic(1) title "
+                           "columnheader(c)",
+                        ci);
+                if (lim > 0)
+                    fprintf(f, ", %.3f with lines lw 2 dt 2 lc rgb 'black' title 'FMA limit'", lim);
+                fprintf(f, "\n");
+            }
+        }
     }
     fprintf(f, "unset logscale y\nunset style\nset style data linespoints\nunset xtics\n"
                "set xtics 1\nset xlabel 'cores'\nset ylabel 'speedup over 1 core'\n"
