@@ -131,10 +131,35 @@ typedef struct axis {
     int64_t count, step;
 } axis;
 
-/* Pixels [first, first + count) of image n's grid of `width` columns. */
+/* Pixels [first, first + count) of the grid of `height` x `width` pixels
+ * of image n and, past its end, of the images after it. */
 typedef struct tile {
-    int64_t n, width, first, count;
+    int64_t n, height, width, first, count;
 } tile;
+
+/* A walk over a tile's pixels: grid row i, column j of image n. */
+typedef struct tile_pos {
+    int64_t n, i, j;
+} tile_pos;
+
+static tile_pos tile_start(const tile *tl)
+{
+    return (tile_pos){tl->n, tl->first / tl->width, tl->first % tl->width};
+}
+
+/* Moves `by` <= width pixels along the grid's rows, onto the next image's
+ * first row past the last. */
+static void tile_advance(const tile *tl, tile_pos *at, int64_t by)
+{
+    at->j += by;
+    if (at->j < tl->width)
+        return;
+    at->j -= tl->width;
+    if (++at->i == tl->height) {
+        at->i = 0;
+        at->n++;
+    }
+}
 
 /* [*lo, *hi): the grid columns j in [j0, j1) with 0 <= off + j*step < size. */
 static void inside(int64_t off, int64_t step, int64_t size, int64_t j0, int64_t j1, int64_t *lo,
@@ -169,18 +194,18 @@ static void pack_pixel_major(const float *src, const geometry *gm, const tile *t
 {
     const int64_t tap_row = aw.count * nc, row_len = ah.count * tap_row;
     const int one_run = nc == gm->sw && adjacent_taps(aw); /* the whole pixel, adjacent taps */
-    int64_t i = tl->first / tl->width, j = tl->first % tl->width;
-    for (int64_t t = 0; t < tl->count; t++) {
+    tile_pos at = tile_start(tl);
+    for (int64_t t = 0; t < tl->count; t++, tile_advance(tl, &at, 1)) {
         for (int64_t th = 0; th < ah.count; th++) {
             float *seg = dst + t * row_len + th * tap_row;
-            int64_t h = ah.off[th] + i * ah.step;
+            int64_t h = ah.off[th] + at.i * ah.step;
             if (h < 0 || h >= gm->h) {
                 cg_zero_floats(seg, tap_row);
                 continue;
             }
-            const float *line = src + tl->n * gm->sn + h * gm->sh + c0;
+            const float *line = src + at.n * gm->sn + h * gm->sh + c0;
             if (one_run) {
-                int64_t lo, hi, w0 = aw.off[0] + j * aw.step;
+                int64_t lo, hi, w0 = aw.off[0] + at.j * aw.step;
                 inside(w0, 1, gm->w, 0, aw.count, &lo, &hi);
                 cg_zero_floats(seg, lo * nc);
                 cg_copy_floats(seg + lo * nc, line + (w0 + lo) * gm->sw, (hi - lo) * nc);
@@ -188,16 +213,12 @@ static void pack_pixel_major(const float *src, const geometry *gm, const tile *t
                 continue;
             }
             for (int64_t tw = 0; tw < aw.count; tw++) {
-                int64_t w = aw.off[tw] + j * aw.step;
+                int64_t w = aw.off[tw] + at.j * aw.step;
                 if (w < 0 || w >= gm->w)
                     cg_zero_floats(seg + tw * nc, nc);
                 else
                     cg_copy_floats(seg + tw * nc, line + w * gm->sw, nc);
             }
-        }
-        if (++j == tl->width) {
-            j = 0;
-            i++;
         }
     }
 }
@@ -210,23 +231,23 @@ static void pack_channel_major(const float *src, const geometry *gm, const tile 
                                axis aw, int64_t c0, int64_t nc, int tap_major, float *dst)
 {
     const int64_t count = tl->count;
-    for (int64_t c = 0; c < nc; c++) {
-        const float *plane = src + tl->n * gm->sn + (c0 + c) * gm->sc;
+    for (int64_t c = 0; c < nc; c++)
         for (int64_t th = 0; th < ah.count; th++)
             for (int64_t tw = 0; tw < aw.count; tw++) {
                 const int64_t row =
                     tap_major ? (th * aw.count + tw) * nc + c : (c * ah.count + th) * aw.count + tw;
                 float *d = dst + row * count;
-                int64_t i = tl->first / tl->width, j = tl->first % tl->width;
-                for (int64_t t = 0; t < count; t += tl->width - j, j = 0, i++) {
+                tile_pos at = tile_start(tl);
+                /* one grid row (or the part of it in the tile) at a time */
+                for (int64_t t = 0, j = at.j; t < count; t += tl->width - j, j = 0) {
                     int64_t end = min64(tl->width, j + count - t), lo = end, hi = end;
-                    int64_t h = ah.off[th] + i * ah.step;
+                    int64_t h = ah.off[th] + at.i * ah.step;
                     float *out = d + t - j; /* out[k] is grid column k of this row */
                     if (h >= 0 && h < gm->h)
                         inside(aw.off[tw], aw.step, gm->w, j, end, &lo, &hi);
                     cg_zero_floats(out + j, lo - j);
                     if (hi > lo) {
-                        const float *line = plane + h * gm->sh;
+                        const float *line = src + at.n * gm->sn + (c0 + c) * gm->sc + h * gm->sh;
                         if (aw.step == 1 && gm->sw == 1)
                             cg_copy_floats(out + lo, line + aw.off[tw] + lo, hi - lo);
                         else
@@ -234,9 +255,9 @@ static void pack_channel_major(const float *src, const geometry *gm, const tile 
                                 out[k] = line[(aw.off[tw] + k * aw.step) * gm->sw];
                     }
                     cg_zero_floats(out + hi, end - hi);
+                    tile_advance(tl, &at, tl->width - j);
                 }
             }
-    }
 }
 
 /* The tile's pixel (i, j) is dst's (h0 + i*step_h, w0 + j*step_w), always
@@ -246,19 +267,15 @@ static void store_tile(const float *res, int channel_major, float *dst, const ge
                        const tile *tl, int64_t h0, int64_t step_h, int64_t w0, int64_t step_w,
                        int64_t c0, int64_t nc)
 {
-    int64_t i = tl->first / tl->width, j = tl->first % tl->width;
-    for (int64_t t = 0; t < tl->count; t++) {
-        float *px = dst + tl->n * gm->sn + (h0 + i * step_h) * gm->sh + (w0 + j * step_w) * gm->sw +
-                    c0 * gm->sc;
+    tile_pos at = tile_start(tl);
+    for (int64_t t = 0; t < tl->count; t++, tile_advance(tl, &at, 1)) {
+        float *px = dst + at.n * gm->sn + (h0 + at.i * step_h) * gm->sh +
+                    (w0 + at.j * step_w) * gm->sw + c0 * gm->sc;
         if (channel_major)
             for (int64_t c = 0; c < nc; c++)
                 px[c * gm->sc] = res[c * tl->count + t];
         else
             cg_copy_floats(px, res + t * nc, nc);
-        if (++j == tl->width) {
-            j = 0;
-            i++;
-        }
     }
 }
 
@@ -423,8 +440,10 @@ static cg_status output_pixels_core(job *jb, int rank)
         axis ah, aw;
         kernel_taps(p, offs, offs + p->kernel_h, &ah, &aw);
         for (int64_t row = first; row < last;) {
-            tile tl = {row / plane, p->out_w, row % plane, 0};
-            tl.count = min64(tile_rows, min64(last - row, plane - tl.first));
+            tile tl = {row / plane, p->out_h, p->out_w, row % plane, 0};
+            /* NHWC's rows run on into the next image; NCHW's do not */
+            const int64_t room = jb->nchw ? plane - tl.first : last - row;
+            tl.count = min64(tile_rows, min64(last - row, room));
             if (weights)
                 weights_tile(jb, &tl, ah, aw, col, row == first ? 0.0f : 1.0f, dw);
             else
@@ -614,13 +633,22 @@ static void data_pixels(const job *jb, const data_tables *dt, int64_t first, int
 {
     const cg_plan *p = &jb->plan;
     const int64_t in_plane = p->in_h * p->in_w;
+    if (dt->h.count == 1 && dt->w.count == 1 && !jb->nchw) {
+        /* one phase, the whole image: NHWC's tiles run on into the next image */
+        for (int64_t q = first; q < last; q += tile_rows) {
+            tile tl = {q / in_plane, p->in_h, p->in_w, q % in_plane, min64(tile_rows, last - q)};
+            data_tile(jb, dt, &tl, 0, 0, gathered, res);
+        }
+        return;
+    }
     for (int64_t n = first / in_plane, at = n * in_plane; at < last; n++)
         for (int64_t a = 0; a < dt->h.count; a++)
             for (int64_t b = 0; b < dt->w.count; b++) {
+                const int64_t height = phase_extent(a, p->stride_h, p->in_h);
                 const int64_t width = phase_extent(b, p->stride_w, p->in_w);
-                const int64_t size = phase_extent(a, p->stride_h, p->in_h) * width;
+                const int64_t size = height * width;
                 for (int64_t q = max64(first, at) - at; q < min64(last - at, size);) {
-                    tile tl = {n, width, q, min64(tile_rows, min64(last - at, size) - q)};
+                    tile tl = {n, height, width, q, min64(tile_rows, min64(last - at, size) - q)};
                     data_tile(jb, dt, &tl, a, b, gathered, res);
                     q += tl.count;
                 }
