@@ -587,6 +587,10 @@ static void pack_phase_weights(const job *jb, const data_tables *dt, int64_t co_
     }
 }
 
+/* Below this many channels per group, NCHW's dx^T = w^T gathered runs on the
+ * weight-gradient GEMM kernel (made for a few rows of C), else on OpenBLAS. */
+enum { FEW_ROWS = 64 };
+
 /* dx over a tile of phase (a, b)'s grid, every group. */
 static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int64_t a, int64_t b,
                       float *gathered, float *res)
@@ -613,8 +617,12 @@ static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int6
                 cg_zero_floats(dst + r * ld, jb->nchw ? count : p->cin_g);
         } else if (jb->nchw) { /* dx[ci][pixel] = w[row][ci]^T gathered[row][pixel] */
             pack_channel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, 0, gathered);
-            cg_gemm_atb((int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered, (int)count,
-                        0.0f, dst, (int)ld);
+            if (p->cin_g < FEW_ROWS)
+                cg_gemm_atb((int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered,
+                            (int)count, 0.0f, dst, (int)ld);
+            else
+                cg_gemm(1, 0, (int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered,
+                        (int)count, 0.0f, dst, (int)ld);
         } else { /* dx[pixel][ci] = gathered[pixel][row] w[row][ci] */
             pack_pixel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, gathered);
             cg_gemm(0, 0, (int)count, (int)p->cin_g, (int)kp, gathered, (int)kp, w, (int)p->cin_g,
