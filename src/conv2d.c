@@ -754,27 +754,26 @@ static void transpose_taps(const cg_plan *p, const float *w, float *by_tap)
             by_tap[tap * p->cout + c] = w[c * p->taps + tap];
 }
 
-/* y[row] = b + sum over taps of x(tap) * w[tap], for output pixels [first, last). */
-static void depthwise_forward(const job *jb, const float *by_tap, int64_t first, int64_t last)
+/* y[row] = b + sum over taps of x(tap) * w[tap], for output pixels [first,
+ * last); `rows` holds a pointer a tap. */
+static void depthwise_forward(const job *jb, const float *by_tap, const float **rows, int64_t first,
+                              int64_t last)
 {
     const cg_plan *p = &jb->plan;
     const int64_t c = p->cout, plane = p->out_h * p->out_w;
+    cg_depthwise_pixel_fn *one_pixel = cg_depthwise_pixel_selected();
     for (int64_t row = first; row < last; row++) {
         const int64_t n = row / plane, oh = row % plane / p->out_w, ow = row % p->out_w;
-        float *y = jb->out + row * c;
-        if (jb->bias)
-            memcpy(y, jb->bias, (size_t)c * sizeof(float));
-        else
-            cg_zero_floats(y, c);
         for (int64_t kh = 0; kh < p->kernel_h; kh++) {
             const int64_t ih = oh * p->stride_h + kh * p->dil_h - p->pad_u;
-            for (int64_t kw = 0; ih >= 0 && ih < p->in_h && kw < p->kernel_w; kw++) {
+            for (int64_t kw = 0; kw < p->kernel_w; kw++) {
                 const int64_t iw = ow * p->stride_w + kw * p->dil_w - p->pad_l;
-                if (iw >= 0 && iw < p->in_w)
-                    cg_multiply_add(y, jb->in0 + ((n * p->in_h + ih) * p->in_w + iw) * c,
-                                    by_tap + (kh * p->kernel_w + kw) * c, c);
+                const int inside_x = ih >= 0 && ih < p->in_h && iw >= 0 && iw < p->in_w;
+                rows[kh * p->kernel_w + kw] =
+                    inside_x ? jb->in0 + ((n * p->in_h + ih) * p->in_w + iw) * c : NULL;
             }
         }
+        one_pixel(jb->out + row * c, jb->bias, rows, by_tap, p->taps, c);
     }
 }
 
@@ -784,30 +783,33 @@ static int64_t output_of(int64_t in, int64_t k, int64_t dilation, int64_t pad, i
                          int64_t out)
 {
     const int64_t t = in + pad - k * dilation;
+    if (stride == 1) /* no division */
+        return t >= 0 && t < out ? t : -1;
     if (t < 0 || t % stride)
         return -1;
     return t / stride < out ? t / stride : -1;
 }
 
 /* dx[pixel] = sum over the taps that reach it of dy(tap) * w[tap], for input
- * pixels [first, last). */
-static void depthwise_data(const job *jb, const float *by_tap, int64_t first, int64_t last)
+ * pixels [first, last); `rows` holds a pointer a tap. */
+static void depthwise_data(const job *jb, const float *by_tap, const float **rows, int64_t first,
+                           int64_t last)
 {
     const cg_plan *p = &jb->plan;
     const int64_t c = p->cout, plane = p->in_h * p->in_w;
+    cg_depthwise_pixel_fn *one_pixel = cg_depthwise_pixel_selected();
     for (int64_t pixel = first; pixel < last; pixel++) {
         const int64_t n = pixel / plane, ih = pixel % plane / p->in_w, iw = pixel % p->in_w;
-        float *dx = jb->out + pixel * c;
-        cg_zero_floats(dx, c);
         for (int64_t kh = 0; kh < p->kernel_h; kh++) {
             const int64_t oh = output_of(ih, kh, p->dil_h, p->pad_u, p->stride_h, p->out_h);
-            for (int64_t kw = 0; oh >= 0 && kw < p->kernel_w; kw++) {
-                const int64_t ow = output_of(iw, kw, p->dil_w, p->pad_l, p->stride_w, p->out_w);
-                if (ow >= 0)
-                    cg_multiply_add(dx, jb->in0 + ((n * p->out_h + oh) * p->out_w + ow) * c,
-                                    by_tap + (kh * p->kernel_w + kw) * c, c);
+            for (int64_t kw = 0; kw < p->kernel_w; kw++) {
+                const int64_t ow =
+                    oh < 0 ? -1 : output_of(iw, kw, p->dil_w, p->pad_l, p->stride_w, p->out_w);
+                rows[kh * p->kernel_w + kw] =
+                    ow >= 0 ? jb->in0 + ((n * p->out_h + oh) * p->out_w + ow) * c : NULL;
             }
         }
+        one_pixel(jb->out + pixel * c, NULL, rows, by_tap, p->taps, c);
     }
 }
 
@@ -817,18 +819,19 @@ static cg_status depthwise_core(job *jb, int rank)
     const cg_plan *p = &jb->plan;
     const int forward = jb->op == CG_CONV2D_FORWARD;
     const int64_t pixels = forward ? p->rows : p->batch * p->in_h * p->in_w;
-    int64_t first, last, *unused;
+    int64_t first, last, *rows;
     float *by_tap;
     cg_split_range(pixels, rank, jb->members, &first, &last);
-    if (!core_scratch(jb, 0, first < last ? p->taps * p->cout : 0, &unused, &by_tap))
+    const int some = first < last; /* pointers are int64-sized here */
+    if (!core_scratch(jb, some ? p->taps : 0, some ? p->taps * p->cout : 0, &rows, &by_tap))
         return CG_ERR_NO_MEMORY;
-    if (first == last)
+    if (!some)
         return CG_OK;
     transpose_taps(p, jb->in1, by_tap);
     if (forward)
-        depthwise_forward(jb, by_tap, first, last);
+        depthwise_forward(jb, by_tap, (const float **)rows, first, last);
     else
-        depthwise_data(jb, by_tap, first, last);
+        depthwise_data(jb, by_tap, (const float **)rows, first, last);
     return CG_OK;
 }
 

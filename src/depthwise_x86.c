@@ -1,7 +1,9 @@
-/* Depthwise 3x3 on AVX-512: the nine per-tap sums of 32 channels stay in
- * registers across a tile of output pixels, so each pixel costs two loads of
- * dy, up to eighteen of x and eighteen FMAs; between tiles they rest in the
- * caller's accumulator block. fp16 tensors are converted as they are loaded. */
+/* Depthwise on AVX-512. The weight gradient's 3x3: the nine per-tap sums of
+ * 32 channels stay in registers across a tile of output pixels, so each
+ * pixel costs two loads of dy, up to eighteen of x and eighteen FMAs; between
+ * tiles they rest in the caller's accumulator block. fp16 tensors are
+ * converted as they are loaded. The training step's pixels: one register of
+ * sums per sixteen channels over every tap. */
 #include "kernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -141,6 +143,22 @@ cg_depthwise3x3_rows_avx512(const cg_plan *p, const void *dy, const void *x, int
     }
 }
 
+/* Sixteen channels at a time, their sum in one register over every tap. */
+__attribute__((target("avx512f"))) void
+cg_depthwise_pixel_avx512(float *restrict out, const float *restrict init, const float *const *x,
+                          const float *restrict w, int64_t taps, int64_t n)
+{
+    for (int64_t c0 = 0; c0 < n; c0 += LANES) {
+        const __mmask16 m = n - c0 >= LANES ? 0xffff : (__mmask16)((1u << (n - c0)) - 1u);
+        __m512 acc = init ? _mm512_maskz_loadu_ps(m, init + c0) : _mm512_setzero_ps();
+        for (int64_t t = 0; t < taps; t++)
+            if (x[t])
+                acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x[t] + c0),
+                                      _mm512_maskz_loadu_ps(m, w + t * n + c0), acc);
+        _mm512_mask_storeu_ps(out + c0, m, acc);
+    }
+}
+
 int cg_depthwise3x3_avx512_runs_here(void)
 {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -150,6 +168,12 @@ int cg_depthwise3x3_avx512_runs_here(void)
 int cg_depthwise3x3_avx512_runs_here(void)
 {
     return 0;
+}
+void cg_depthwise_pixel_avx512(float *restrict out, const float *restrict init,
+                               const float *const *x, const float *restrict w, int64_t taps,
+                               int64_t n)
+{
+    cg_depthwise_pixel_reference(out, init, x, w, taps, n);
 }
 void cg_depthwise3x3_rows_avx512(const cg_plan *p, const void *dy, const void *x, int64_t c_first,
                                  int64_t c_last, int64_t first, int64_t last, float *acc,

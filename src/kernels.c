@@ -279,6 +279,23 @@ CG_PER_ISA_CLONES void cg_multiply_add(float *restrict acc, const float *restric
         acc[c] += dy[c] * x[c];
 }
 
+void cg_depthwise_pixel_reference(float *restrict out, const float *restrict init,
+                                  const float *const *x, const float *restrict w, int64_t taps,
+                                  int64_t n)
+{
+    for (int64_t c = 0; c < n; c++)
+        out[c] = init ? init[c] : 0.0f;
+    for (int64_t t = 0; t < taps; t++)
+        if (x[t])
+            cg_multiply_add(out, x[t], w + t * n, n);
+}
+
+cg_depthwise_pixel_fn *cg_depthwise_pixel_selected(void)
+{
+    return cg_depthwise3x3_avx512_runs_here() ? cg_depthwise_pixel_avx512
+                                              : cg_depthwise_pixel_reference;
+}
+
 void cg_depthwise_rows_reference(const cg_plan *plan, const void *dy, const void *x,
                                  int64_t c_first, int64_t c_last, int64_t first, int64_t last,
                                  float *acc, float *dst)

@@ -54,6 +54,16 @@ void cg_zero_floats(float *dst, int64_t n);
 void cg_multiply_add(float *restrict acc, const float *restrict a, const float *restrict b,
                      int64_t n);
 
+/* One pixel of a depthwise convolution: out[c] = (init ? init[c] : 0) +
+ * the sum over taps t with x[t] != NULL of x[t][c] * w[t * n + c], c < n. */
+typedef void cg_depthwise_pixel_fn(float *restrict out, const float *restrict init,
+                                   const float *const *x, const float *restrict w, int64_t taps,
+                                   int64_t n);
+cg_depthwise_pixel_fn cg_depthwise_pixel_reference; /* every CPU */
+cg_depthwise_pixel_fn cg_depthwise_pixel_avx512;    /* where cg_depthwise3x3_avx512_runs_here() */
+/* The fastest this CPU runs. */
+cg_depthwise_pixel_fn *cg_depthwise_pixel_selected(void);
+
 /* Most channels the depthwise kernel takes per block. */
 enum { CG_DEPTHWISE_MAX_BLOCK = 256 };
 #endif
