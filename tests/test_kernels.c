@@ -52,9 +52,20 @@ Test(kernels, depthwise3x3_avx512_matches_the_plain_kernel)
             for (int pad = 0; pad <= 2; pad++)
                 for (size_t dtype = 2; dtype <= 4; dtype += 2) {
                     int c = channels[i];
-                    cgt_shape s = {.n = 2, .h = 9 + stride, .w = 6 + pad, .cin = c, .cout = c,
-                                   .kh = 3, .kw = 3, .g = c, .sh = stride, .sw = 3 - stride + 1,
-                                   .pu = pad, .pd = 2 - pad, .pl = 1, .pr = pad};
+                    cgt_shape s = {.n = 2,
+                                   .h = 9 + stride,
+                                   .w = 6 + pad,
+                                   .cin = c,
+                                   .cout = c,
+                                   .kh = 3,
+                                   .kw = 3,
+                                   .g = c,
+                                   .sh = stride,
+                                   .sw = 3 - stride + 1,
+                                   .pu = pad,
+                                   .pd = 2 - pad,
+                                   .pl = 1,
+                                   .pr = pad};
                     check_depthwise(&s, dtype, &rng);
                 }
 }
@@ -67,8 +78,48 @@ Test(kernels, depthwise3x3_avx512_resumes_across_tiles)
         cr_skip_test("this CPU has no AVX-512 (BW, VL)");
     cgt_rng rng;
     cgt_rng_seed(&rng, cgt_base_seed());
-    cgt_shape s = {.n = 3, .h = 23, .w = 19, .cin = 40, .cout = 40, .kh = 3, .kw = 3, .g = 40,
-                   .pu = 1, .pd = 1, .pl = 1, .pr = 1};
+    cgt_shape s = {.n = 3,
+                   .h = 23,
+                   .w = 19,
+                   .cin = 40,
+                   .cout = 40,
+                   .kh = 3,
+                   .kw = 3,
+                   .g = 40,
+                   .pu = 1,
+                   .pd = 1,
+                   .pl = 1,
+                   .pr = 1};
     check_depthwise(&s, 4, &rng);
     check_depthwise(&s, 2, &rng);
+}
+
+/* The training step's depthwise pixel: every channel count around the
+ * vector width, taps missing (padding), with and without a starting value. */
+Test(kernels, depthwise_pixel_avx512_matches_the_plain_kernel)
+{
+    if (!cg_depthwise3x3_avx512_runs_here())
+        cr_skip_test("no AVX-512 on this CPU");
+    enum { TAPS = 9, MOST = 70 };
+    static float x[TAPS][MOST], w[TAPS * MOST], init[MOST], got[MOST + 1], want[MOST + 1];
+    cgt_rng r;
+    cgt_rng_seed(&r, cgt_base_seed());
+    for (int n = 1; n <= MOST; n++)
+        for (int with_init = 0; with_init < 2; with_init++) {
+            const float *rows[TAPS];
+            for (int t = 0; t < TAPS; t++) {
+                for (int c = 0; c < n; c++) {
+                    x[t][c] = (float)cgt_rng_int(&r, -3, 3);
+                    w[t * n + c] = (float)cgt_rng_int(&r, -3, 3);
+                }
+                rows[t] = cgt_rng_int(&r, 0, 3) ? x[t] : NULL;
+            }
+            for (int c = 0; c < n; c++)
+                init[c] = (float)cgt_rng_int(&r, -4, 4);
+            got[n] = want[n] = 12345.0f; /* nothing past n is written */
+            cg_depthwise_pixel_avx512(got, with_init ? init : NULL, rows, w, TAPS, n);
+            cg_depthwise_pixel_reference(want, with_init ? init : NULL, rows, w, TAPS, n);
+            cr_assert(memcmp(got, want, (size_t)(n + 1) * sizeof(float)) == 0,
+                      "%d channels, init %d", n, with_init);
+        }
 }
