@@ -12,7 +12,9 @@
  * atomics, and a strided convolution skips the taps that would multiply
  * zeros. NHWC tiles are pixel-major ([pixel][tap][channel]: runs of
  * channels), NCHW tiles channel-major ([channel][tap][pixel]: runs of an
- * image row); either way the column order is the weights' own. */
+ * image row); either way the column order is the weights' own. Depthwise
+ * NHWC (a channel a group) needs no GEMM: see depthwise_core. Bias: sums of
+ * dy by blocks of channels. */
 #include "conv2d.h"
 
 #include <limits.h>
