@@ -56,34 +56,6 @@ static int64_t x_index(const cg_plan *p, const pixel *px, int64_t kh, int64_t kw
     return ((px->n * p->in_h + iy) * p->in_w + ix) * p->cin + channel;
 }
 
-/* GCC would turn the short loops below back into `rep movs` / `rep stos`,
- * which take longer to start than the few stores they replace. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define CG_PLAIN_LOOPS __attribute__((optimize("no-tree-loop-distribute-patterns")))
-#else
-#define CG_PLAIN_LOOPS
-#endif
-
-CG_PLAIN_LOOPS void cg_copy_floats(float *restrict dst, const float *restrict src, int64_t n)
-{
-    if (n > 16) {
-        memcpy(dst, src, (size_t)n * sizeof(float));
-        return;
-    }
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = src[i];
-}
-
-CG_PLAIN_LOOPS void cg_zero_floats(float *dst, int64_t n)
-{
-    if (n > 16) {
-        memset(dst, 0, (size_t)n * sizeof(float));
-        return;
-    }
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = 0.0f;
-}
-
 /* Columns [c0, c1) of one kernel row of one im2col row, when the group is
  * all of x's channels and dilation_w is 1: the taps (kh, 0..kernel_w-1) are
  * one run of x, cut only where it leaves the input. */

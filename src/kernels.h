@@ -4,6 +4,8 @@
  * driver's business. Tensors are fp32 or fp16 as plan->dtype_size says. */
 #ifndef CG_KERNELS_H
 #define CG_KERNELS_H
+#include <string.h>
+
 #include "plan.h"
 
 /* The part of dw a general-path call computes: groups [group_first,
@@ -46,9 +48,29 @@ void cg_depthwise3x3_rows_avx512(const cg_plan *plan, const void *dy, const void
                                  float *acc, float *dst);
 
 /* dst[0, n) = src[0, n), and dst[0, n) = 0: packing runs are often a few
- * floats, where a call to memcpy or memset costs more than the stores. */
-void cg_copy_floats(float *restrict dst, const float *restrict src, int64_t n);
-void cg_zero_floats(float *dst, int64_t n);
+ * floats, where a call to memcpy or memset costs more than the stores. (GCC
+ * builds the library with -fno-tree-loop-distribute-patterns, which keeps
+ * these loops from becoming `rep movs` / `rep stos`: those take longer to
+ * start than a few stores.) */
+static inline void cg_copy_floats(float *restrict dst, const float *restrict src, int64_t n)
+{
+    if (n > 16) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = src[i];
+}
+
+static inline void cg_zero_floats(float *dst, int64_t n)
+{
+    if (n > 16) {
+        memset(dst, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = 0.0f;
+}
 
 /* acc[c] += a[c] * b[c], c < n: the depthwise inner loop. */
 void cg_multiply_add(float *restrict acc, const float *restrict a, const float *restrict b,
