@@ -188,21 +188,25 @@ static int adjacent_taps(axis a)
     return a.step >= 1;
 }
 
-/* Pixel-major: dst[t][(th * aw.count + tw) * nc + c] = src(n, c0 + c,
+/* Pixel-major, for `groups` adjacent runs of nc channels from c0 at once:
+ * dst[t][g][(th * aw.count + tw) * nc + c] = src(n, c0 + g*nc + c,
  * ah.off[th] + i*ah.step, aw.off[tw] + j*aw.step) for tile pixel t = (i, j),
  * 0 outside the source. Channels are contiguous (sc == 1). */
 static void pack_pixel_major(const float *src, const geometry *gm, const tile *tl, axis ah, axis aw,
-                             int64_t c0, int64_t nc, float *dst)
+                             int64_t c0, int64_t nc, int64_t groups, float *dst)
 {
-    const int64_t tap_row = aw.count * nc, row_len = ah.count * tap_row;
-    const int one_run = nc == gm->sw && adjacent_taps(aw); /* the whole pixel, adjacent taps */
+    const int64_t tap_row = aw.count * nc, group_len = ah.count * tap_row;
+    const int64_t row_len = groups * group_len;
+    /* the whole pixel, adjacent taps: a kernel row is one run */
+    const int one_run = groups == 1 && nc == gm->sw && adjacent_taps(aw);
     tile_pos at = tile_start(tl);
     for (int64_t t = 0; t < tl->count; t++, tile_advance(tl, &at, 1)) {
         for (int64_t th = 0; th < ah.count; th++) {
             float *seg = dst + t * row_len + th * tap_row;
             int64_t h = ah.off[th] + at.i * ah.step;
             if (h < 0 || h >= gm->h) {
-                cg_zero_floats(seg, tap_row);
+                for (int64_t g = 0; g < groups; g++)
+                    cg_zero_floats(seg + g * group_len, tap_row);
                 continue;
             }
             const float *line = src + at.n * gm->sn + h * gm->sh + c0;
@@ -216,10 +220,13 @@ static void pack_pixel_major(const float *src, const geometry *gm, const tile *t
             }
             for (int64_t tw = 0; tw < aw.count; tw++) {
                 int64_t w = aw.off[tw] + at.j * aw.step;
-                if (w < 0 || w >= gm->w)
-                    cg_zero_floats(seg + tw * nc, nc);
-                else
-                    cg_copy_floats(seg + tw * nc, line + w * gm->sw, nc);
+                for (int64_t g = 0; g < groups; g++) {
+                    float *to = seg + g * group_len + tw * nc;
+                    if (w < 0 || w >= gm->w)
+                        cg_zero_floats(to, nc);
+                    else
+                        cg_copy_floats(to, line + w * gm->sw + g * nc, nc);
+                }
             }
         }
     }
@@ -336,16 +343,30 @@ static int x_channel_major(const job *jb)
     return jb->nchw || jb->plan.cin == 1;
 }
 
-/* The im2col of x for group g over a tile: [K][pixel] (x_channel_major) or
- * [pixel][K]. */
-static void pack_x(const job *jb, const tile *tl, axis ah, axis aw, int64_t g, float *col)
+/* Floats a tile row of x's im2col takes: one group's (channel-major, a
+ * group at a time) or every group's (pixel-major, all in one pass). */
+static int64_t x_tile_width(const job *jb)
+{
+    return x_channel_major(jb) ? jb->plan.row_len : jb->plan.groups * jb->plan.row_len;
+}
+
+/* Group g's im2col of x over a tile, and its leading dimension: [K][pixel]
+ * (x_channel_major: packed now) or [pixel][K] (every group packed at g = 0,
+ * group g's K columns at g*K of each row). Call for g = 0, 1, ... in turn. */
+static const float *x_tile(const job *jb, const tile *tl, axis ah, axis aw, int64_t g, float *col,
+                           int64_t *ld)
 {
     const cg_plan *p = &jb->plan;
     geometry gx = geometry_of(jb->nchw, p->cin, p->in_h, p->in_w);
-    if (x_channel_major(jb))
+    if (x_channel_major(jb)) {
         pack_channel_major(jb->in0, &gx, tl, ah, aw, g * p->cin_g, p->cin_g, !jb->nchw, col);
-    else
-        pack_pixel_major(jb->in0, &gx, tl, ah, aw, g * p->cin_g, p->cin_g, col);
+        *ld = tl->count;
+        return col;
+    }
+    if (g == 0)
+        pack_pixel_major(jb->in0, &gx, tl, ah, aw, 0, p->cin_g, p->groups, col);
+    *ld = p->groups * p->row_len;
+    return col + g * p->row_len;
 }
 
 /* Group g's block of y or dy over a tile, and its leading dimension:
@@ -361,29 +382,41 @@ static const float *output_block(const job *jb, const float *base, const tile *t
     return base + (tl->n * plane + tl->first) * p->cout + g * p->cout_g;
 }
 
-static void forward_tile(const job *jb, const tile *tl, axis ah, axis aw, float *col)
+/* Below this many output channels a group, NHWC's forward computes
+ * y^T = w col^T (a wide product) and transposes it into y: y = col w^T
+ * would give the GEMM only a few columns. */
+enum { FEW_COLUMNS = 16 };
+
+/* y over a tile; `spare` holds count * cout_g floats. */
+static void forward_tile(const job *jb, const tile *tl, axis ah, axis aw, float *col, float *spare)
 {
     const cg_plan *p = &jb->plan;
     const int64_t k = p->row_len, count = tl->count;
     const int by_channel = x_channel_major(jb); /* col is [K][pixel], else [pixel][K] */
-    const int64_t ld_col = by_channel ? count : k;
+    const int transposed = jb->nchw || p->cout_g < FEW_COLUMNS; /* the product is [co][pixel] */
     for (int64_t g = 0; g < p->groups; g++) {
         const float *w = jb->in1 + g * p->cout_g * k, *b = jb->bias ? jb->bias + g * p->cout_g : 0;
-        int64_t ld;
+        int64_t ld, ld_col;
         float *y = (float *)output_block(jb, jb->out, tl, g, &ld);
-        pack_x(jb, tl, ah, aw, g, col);
-        if (jb->nchw) { /* y[co][pixel] = w[co][K] col^T */
-            for (int64_t co = 0; b && co < p->cout_g; co++)
-                for (int64_t t = 0; t < count; t++)
-                    y[co * ld + t] = b[co];
-            cg_gemm(0, !by_channel, (int)p->cout_g, (int)count, (int)k, w, (int)k, col, (int)ld_col,
-                    b ? 1.0f : 0.0f, y, (int)ld);
-        } else { /* y[pixel][co] = col w[co][K]^T */
+        const float *col_g = x_tile(jb, tl, ah, aw, g, col, &ld_col);
+        if (!transposed) { /* y[pixel][co] = col w[co][K]^T */
             for (int64_t t = 0; b && t < count; t++)
                 memcpy(y + t * ld, b, (size_t)p->cout_g * sizeof(float));
-            cg_gemm(by_channel, 1, (int)count, (int)p->cout_g, (int)k, col, (int)ld_col, w, (int)k,
-                    b ? 1.0f : 0.0f, y, (int)ld);
+            cg_gemm(by_channel, 1, (int)count, (int)p->cout_g, (int)k, col_g, (int)ld_col, w,
+                    (int)k, b ? 1.0f : 0.0f, y, (int)ld);
+            continue;
         }
+        /* [co][pixel] = w[co][K] col^T: y itself (NCHW), or spare, then y */
+        float *dst = jb->nchw ? y : spare;
+        const int64_t ld_dst = jb->nchw ? ld : count;
+        for (int64_t co = 0; b && co < p->cout_g; co++)
+            for (int64_t t = 0; t < count; t++)
+                dst[co * ld_dst + t] = b[co];
+        cg_gemm(0, !by_channel, (int)p->cout_g, (int)count, (int)k, w, (int)k, col_g, (int)ld_col,
+                b ? 1.0f : 0.0f, dst, (int)ld_dst);
+        for (int64_t t = 0; !jb->nchw && t < count; t++)
+            for (int64_t co = 0; co < p->cout_g; co++)
+                y[t * ld + co] = spare[co * count + t];
     }
 }
 
@@ -396,15 +429,15 @@ static void weights_tile(const job *jb, const tile *tl, axis ah, axis aw, float 
     const int by_channel = x_channel_major(jb);
     for (int64_t g = 0; g < p->groups; g++) {
         float *dst = dw + g * p->cout_g * k;
-        int64_t ld;
+        int64_t ld, ld_col;
         const float *dy = output_block(jb, jb->in1, tl, g, &ld);
-        pack_x(jb, tl, ah, aw, g, col);
+        const float *col_g = x_tile(jb, tl, ah, aw, g, col, &ld_col);
         if (!jb->nchw && !by_channel) /* dy^T col: the operator's own kernel */
-            cg_gemm_atb((int)p->cout_g, (int)k, (int)count, dy, (int)ld, col, (int)k, beta, dst,
-                        (int)k);
+            cg_gemm_atb((int)p->cout_g, (int)k, (int)count, dy, (int)ld, col_g, (int)ld_col, beta,
+                        dst, (int)k);
         else
-            cg_gemm(!jb->nchw, 1, (int)p->cout_g, (int)k, (int)count, dy, (int)ld, col, (int)count,
-                    beta, dst, (int)k);
+            cg_gemm(!jb->nchw, 1, (int)p->cout_g, (int)k, (int)count, dy, (int)ld, col_g,
+                    (int)ld_col, beta, dst, (int)k);
     }
 }
 
@@ -428,15 +461,18 @@ static cg_status output_pixels_core(job *jb, int rank)
     const int64_t plane = p->out_h * p->out_w;
     int64_t first, last;
     cg_split_range(p->rows, rank, jb->members, &first, &last);
-    const int64_t tile_rows = rows_per_tile(jb, p->row_len, last - first);
+    /* a tile row: im2col, then the forward's transposed product (spare) */
+    const int64_t width = x_tile_width(jb), spare_width = weights ? 0 : p->cout_g;
+    const int64_t tile_rows = rows_per_tile(jb, width + spare_width, last - first);
     int64_t *offs;
     float *col;
-    int64_t floats = first < last ? tile_rows * p->row_len : 0;
+    int64_t floats = first < last ? tile_rows * (width + spare_width) : 0;
     if (own_partial && first < last)
         floats += (int64_t)p->dw_elems;
     if (!core_scratch(jb, p->kernel_h + p->kernel_w, floats, &offs, &col))
         return CG_ERR_NO_MEMORY;
-    float *dw = !own_partial ? jb->out : first < last ? col + tile_rows * p->row_len : NULL;
+    float *after_tiles = first < last ? col + tile_rows * (width + spare_width) : NULL;
+    float *dw = own_partial ? after_tiles : jb->out;
     jb->partial[rank] = dw;
     if (first < last) {
         axis ah, aw;
@@ -449,7 +485,7 @@ static cg_status output_pixels_core(job *jb, int rank)
             if (weights)
                 weights_tile(jb, &tl, ah, aw, col, row == first ? 0.0f : 1.0f, dw);
             else
-                forward_tile(jb, &tl, ah, aw, col);
+                forward_tile(jb, &tl, ah, aw, col, col + tile_rows * width);
             row += tl.count;
         }
     }
@@ -626,7 +662,7 @@ static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int6
                 cg_gemm(1, 0, (int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered,
                         (int)count, 0.0f, dst, (int)ld);
         } else { /* dx[pixel][ci] = gathered[pixel][row] w[row][ci] */
-            pack_pixel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, gathered);
+            pack_pixel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, 1, gathered);
             cg_gemm(0, 0, (int)count, (int)p->cin_g, (int)kp, gathered, (int)kp, w, (int)p->cin_g,
                     0.0f, dst, (int)ld);
         }
