@@ -384,7 +384,9 @@ static const float *output_block(const job *jb, const float *base, const tile *t
 
 /* Below this many output channels a group, NHWC's forward computes
  * y^T = w col^T (a wide product) and transposes it into y: y = col w^T
- * would give the GEMM only a few columns. */
+ * would give the GEMM only a few columns. The grouped input gradient does the
+ * same below this many input channels a group (measured: with one group the
+ * long sum over all of dy's channels is faster as it is). */
 enum { FEW_COLUMNS = 16 };
 
 /* y over a tile; `spare` holds count * cout_g floats. */
@@ -638,21 +640,27 @@ static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int6
     const geometry gdx = geometry_of(jb->nchw, p->cin, p->in_h, p->in_w);
     const int64_t nh = taps_of(&dt->h, a), nw = taps_of(&dt->w, b), kp = nh * nw * p->cout_g;
     const int64_t count = tl->count, in_plane = p->in_h * p->in_w;
-    /* stride 1: the tile is consecutive pixels of dx, written in place */
-    const int direct = p->stride_h == 1 && p->stride_w == 1;
+    /* the product is [ci][pixel] (NCHW, or grouped NHWC with few channels a
+     * group: see FEW_COLUMNS) or [pixel][ci] */
+    const int by_channel = jb->nchw || (p->groups > 1 && p->cin_g < FEW_COLUMNS);
+    /* stride 1 and dx's own orientation: the tile is consecutive pixels of
+     * dx, written in place */
+    const int direct = p->stride_h == 1 && p->stride_w == 1 && by_channel == jb->nchw;
     const axis ah = {dt->h.off + dt->h.start[a], nh, 1}, aw = {dt->w.off + dt->w.start[b], nw, 1};
+    if (!jb->nchw && kp) /* NHWC: every group's gathered dy in one pass, [pixel][group][row] */
+        pack_pixel_major(jb->in0, &gdy, tl, ah, aw, 0, p->cout_g, p->groups, gathered);
     for (int64_t g = 0; g < p->groups; g++) {
         const float *w = jb->phase_w + g * dt->group_block + phase_weights_at(p, dt, a, b);
         float *dst = res;
-        int64_t ld = jb->nchw ? count : p->cin_g;
+        int64_t ld = by_channel ? count : p->cin_g;
         if (direct) {
             dst = jb->nchw ? jb->out + (tl->n * p->cin + g * p->cin_g) * in_plane + tl->first
                            : jb->out + (tl->n * in_plane + tl->first) * p->cin + g * p->cin_g;
             ld = jb->nchw ? in_plane : p->cin;
         }
         if (kp == 0) { /* no tap reaches these pixels */
-            for (int64_t r = 0; r < (jb->nchw ? p->cin_g : count); r++)
-                cg_zero_floats(dst + r * ld, jb->nchw ? count : p->cin_g);
+            for (int64_t r = 0; r < (by_channel ? p->cin_g : count); r++)
+                cg_zero_floats(dst + r * ld, by_channel ? count : p->cin_g);
         } else if (jb->nchw) { /* dx[ci][pixel] = w[row][ci]^T gathered[row][pixel] */
             pack_channel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, 0, gathered);
             if (p->cin_g < FEW_ROWS)
@@ -661,13 +669,18 @@ static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int6
             else
                 cg_gemm(1, 0, (int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered,
                         (int)count, 0.0f, dst, (int)ld);
-        } else { /* dx[pixel][ci] = gathered[pixel][row] w[row][ci] */
-            pack_pixel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, 1, gathered);
-            cg_gemm(0, 0, (int)count, (int)p->cin_g, (int)kp, gathered, (int)kp, w, (int)p->cin_g,
-                    0.0f, dst, (int)ld);
+        } else { /* dx = gathered w, or dx^T = w^T gathered^T */
+            const float *d = gathered + g * kp;
+            const int64_t ld_d = p->groups * kp;
+            if (by_channel)
+                cg_gemm(1, 1, (int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, d, (int)ld_d,
+                        0.0f, dst, (int)ld);
+            else
+                cg_gemm(0, 0, (int)count, (int)p->cin_g, (int)kp, d, (int)ld_d, w, (int)p->cin_g,
+                        0.0f, dst, (int)ld);
         }
         if (!direct)
-            store_tile(res, jb->nchw, jb->out, &gdx, tl, a, p->stride_h, b, p->stride_w,
+            store_tile(res, by_channel, jb->out, &gdx, tl, a, p->stride_h, b, p->stride_w,
                        g * p->cin_g, p->cin_g);
     }
 }
@@ -711,10 +724,12 @@ static cg_status data_core(job *jb, int rank)
     cg_split_range(p->cout, rank, jb->members, &co_first, &co_last);
     const int64_t most = most_taps_per_phase(p->kernel_h, p->dil_h, p->stride_h) *
                          most_taps_per_phase(p->kernel_w, p->dil_w, p->stride_w) * p->cout_g;
-    const int64_t tile_rows = rows_per_tile(jb, most + p->cin_g, last - first);
+    /* a tile row: gathered dy (NHWC: every group's), then the product */
+    const int64_t gathered_width = (jb->nchw ? 1 : p->groups) * most;
+    const int64_t tile_rows = rows_per_tile(jb, gathered_width + p->cin_g, last - first);
     const int64_t ints_h = phase_ints(p->kernel_h, p->stride_h, p->in_h);
     const int64_t ints_w = phase_ints(p->kernel_w, p->stride_w, p->in_w);
-    int64_t floats = first < last ? tile_rows * (most + p->cin_g) : 0;
+    int64_t floats = first < last ? tile_rows * (gathered_width + p->cin_g) : 0;
     const int64_t weights_at = floats;
     if (rank == 0)
         floats += (int64_t)p->dw_elems;
@@ -731,7 +746,7 @@ static cg_status data_core(job *jb, int rank)
     pack_phase_weights(jb, &dt, co_first, co_last, (float *)jb->phase_w);
     cm_bar_all(jb->core_mask, 1); /* the weights are packed */
     if (first < last)
-        data_pixels(jb, &dt, first, last, tile_rows, mem, mem + tile_rows * most);
+        data_pixels(jb, &dt, first, last, tile_rows, mem, mem + tile_rows * gathered_width);
     return CG_OK;
 }
 
