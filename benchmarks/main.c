@@ -861,6 +861,20 @@ static double run_once(runner *r, layer_ctx *c, int slot)
 /* ---- results ------------------------------------------------------------------ */
 
 
+/* `array` (of `count` elements of `size` bytes, room for *cap) with room for
+ * one more, zeroed; exits when memory runs out. */
+static void *grow_by_one(void *array, int count, int *cap, size_t size)
+{
+    if (count == *cap) {
+        *cap = *cap ? 2 * *cap : 32;
+        array = realloc(array, size * (size_t)*cap);
+        if (!array)
+            exit(3);
+    }
+    memset((char *)array + size * (size_t)count, 0, size);
+    return array;
+}
+
 int g_reps_asked;
 result *g_results;
 int g_nresults;
@@ -868,15 +882,8 @@ static int g_cap_results;
 
 static result *add_result(void)
 {
-    if (g_nresults == g_cap_results) {
-        g_cap_results = g_cap_results ? 2 * g_cap_results : 64;
-        g_results = realloc(g_results, sizeof *g_results * (size_t)g_cap_results);
-        if (!g_results)
-            exit(3);
-    }
-    result *r = &g_results[g_nresults++];
-    memset(r, 0, sizeof *r);
-    return r;
+    g_results = grow_by_one(g_results, g_nresults, &g_cap_results, sizeof *g_results);
+    return &g_results[g_nresults++];
 }
 
 int g_train_reps_asked;
@@ -886,15 +893,8 @@ static int g_cap_train;
 
 static train_result *add_train_result(void)
 {
-    if (g_ntrain == g_cap_train) {
-        g_cap_train = g_cap_train ? 2 * g_cap_train : 32;
-        g_train = realloc(g_train, sizeof *g_train * (size_t)g_cap_train);
-        if (!g_train)
-            exit(3);
-    }
-    train_result *r = &g_train[g_ntrain++];
-    memset(r, 0, sizeof *r);
-    return r;
+    g_train = grow_by_one(g_train, g_ntrain, &g_cap_train, sizeof *g_train);
+    return &g_train[g_ntrain++];
 }
 
 const train_result *find_train(int layer, int impl, int cores)
