@@ -85,8 +85,9 @@ cg_status cg_conv2d_plan(const cg_conv2d *c, cg_plan *plan)
         output_extent(c->in_w, c->pad_left, c->pad_right, c->kernel_w, c->dilation_w, c->stride_w);
     if (oh < 1 || ow < 1)
         return CG_ERR_BAD_SIZE;
-    /* image planes are GEMM leading dimensions (int) */
-    if (oh * ow > INT_MAX || (int64_t)c->in_h * c->in_w > INT_MAX)
+    /* image planes are GEMM leading dimensions (int); oh, ow < 2^33, so
+     * their product fits once each is known to fit in int */
+    if (oh > INT_MAX || ow > INT_MAX || oh * ow > INT_MAX || (int64_t)c->in_h * c->in_w > INT_MAX)
         return CG_ERR_OVERFLOW;
     p.output_h_ = (int)oh;
     p.output_w_ = (int)ow;

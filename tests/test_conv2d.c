@@ -1241,6 +1241,8 @@ SET(counts_overflow, c->batch = INT_MAX; c->in_h = INT_MAX; c->in_w = INT_MAX)
 SET(pads_int_max, c->pad_top = INT_MAX; c->pad_bottom = INT_MAX)
 /* an image plane is a GEMM leading dimension: at most INT_MAX elements */
 SET(plane_over_int_max, c->batch = 1; c->in_h = 46341; c->in_w = 46341)
+/* OH and OW each past INT_MAX: their product overflows int64 if formed */
+SET(output_plane_over_int64, c->pad_bottom = INT_MAX; c->pad_left = INT_MAX; c->pad_right = INT_MAX)
 Test(conv2d, errors_counts_overflow, .timeout = TEST_TIMEOUT)
 {
     const err_row rows[] = {
@@ -1248,6 +1250,7 @@ Test(conv2d, errors_counts_overflow, .timeout = TEST_TIMEOUT)
         {"pad_top and pad_bottom INT_MAX", pads_int_max, CG_ERR_OVERFLOW, CG_ERR_BAD_SIZE,
          DESC_BAD},
         {"in_h * in_w over INT_MAX", plane_over_int_max, CG_ERR_OVERFLOW, CG_OK, DESC_BAD},
+        {"OH, OW over INT_MAX", output_plane_over_int64, CG_ERR_OVERFLOW, CG_OK, DESC_BAD},
     };
     tally t = {"errors_counts_overflow", 0, 0};
     for (int layout = 0; layout < 2; ++layout) {
