@@ -15,8 +15,9 @@
 #     the asan and tsan trees;
 #  3. installs the release tree into a temporary prefix and builds a consumer
 #     project against it (scripts/check-install.sh);
-#  4. builds the libFuzzer target with clang in build/fuzz and runs it: the
-#     seed corpus once, then 45 s with a fixed seed (tests/fuzz/run.sh).
+#  4. builds the two libFuzzer targets with clang in build/fuzz and runs each:
+#     its seed corpus once, then a fixed seed for 45 s (fuzz_grad_filter) and
+#     30 s (fuzz_conv2d) (tests/fuzz/run.sh).
 #
 # Prints a time per stage and ends with one line, 'N passed, N failed'
 # (', N skipped' when a failed stage kept later ones from running): each ctest
@@ -130,9 +131,12 @@ stress_run() {
     return "${PIPESTATUS[0]}"
 }
 
-# build/fuzz: the libFuzzer target, built with clang (README.md, "Fuzzing").
-# CONVGRAD_FUZZ_SECONDS changes the fuzzing time (default 45).
+# build/fuzz: the libFuzzer targets, built with clang (README.md, "Fuzzing"):
+# fuzz_grad_filter, then fuzz_conv2d, each its own stage.
+# CONVGRAD_FUZZ_SECONDS changes fuzz_grad_filter's time (default 45),
+# CONVGRAD_FUZZ_CONV2D_SECONDS fuzz_conv2d's (default 30).
 fuzz_name() { echo "fuzz: corpus + ${CONVGRAD_FUZZ_SECONDS:-45} s (fuzz)"; }
+fuzz_conv2d_name() { echo "fuzz_conv2d: corpus + ${CONVGRAD_FUZZ_CONV2D_SECONDS:-30} s (fuzz)"; }
 fuzz_tree() {
     local dir=build/fuzz
     if ! stage "configure (fuzz)" cg_configure "$dir" RelWithDebInfo "" -DCMAKE_C_COMPILER=clang \
@@ -140,14 +144,19 @@ fuzz_tree() {
         -DCONVGRAD_BUILD_FUZZ=ON; then
         skip "build (fuzz)" "configure failed"
         skip "$(fuzz_name)" "configure failed"
+        skip "$(fuzz_conv2d_name)" "configure failed"
         return
     fi
-    if ! stage "build (fuzz)" cg_build "$dir" --target fuzz_grad_filter; then
+    if ! stage "build (fuzz)" cg_build "$dir" --target fuzz_grad_filter fuzz_conv2d; then
         skip "$(fuzz_name)" "build failed"
+        skip "$(fuzz_conv2d_name)" "build failed"
         return
     fi
     stage "$(fuzz_name)" bash tests/fuzz/run.sh "$dir" "${CONVGRAD_FUZZ_SECONDS:-45}"
     cp "$dir/fuzz.log" "$logdir/fuzz.log" 2>/dev/null
+    stage "$(fuzz_conv2d_name)" bash tests/fuzz/run.sh "$dir" \
+        "${CONVGRAD_FUZZ_CONV2D_SECONDS:-30}" 1 fuzz_conv2d
+    cp "$dir/fuzz_conv2d.log" "$logdir/fuzz_conv2d.log" 2>/dev/null
 }
 
 run_tree() {

@@ -8,6 +8,9 @@ depthwise, 1x1) in both dtypes through each entry point, and each error
 class. The format is the one fuzz_grad_filter.c's decode() reads; every int
 field is written raw (byte 0xF0, then 4 bytes little-endian), so a seed means
 exactly what it says here. Rerunning rewrites the directory (stale seeds go).
+
+fuzz_conv2d's seed corpus, tests/fuzz/corpus_conv2d/, comes from
+make_corpus_conv2d.py, in the same way.
 """
 import os
 import struct
