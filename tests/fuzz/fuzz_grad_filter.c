@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "convgrad.h"
+#include "fuzz_input.h"
 #include "reference.h"
 
 enum {
@@ -48,42 +49,6 @@ enum {
 };
 
 /* ---- input decoding ------------------------------------------------------ */
-
-typedef struct reader {
-    const uint8_t *d;
-    size_t n, i;
-} reader;
-
-static uint8_t u8(reader *r)
-{
-    return r->i < r->n ? r->d[r->i++] : 0; /* past the end: zeros, the "typical" choice */
-}
-
-static uint32_t u32(reader *r)
-{
-    uint32_t v = 0;
-    for (int k = 0; k < 4; k++)
-        v |= (uint32_t)u8(r) << (8 * k);
-    return v;
-}
-
-static int32_t as_int(uint32_t u)
-{
-    int32_t v;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
-
-/* Byte b of a field: b < 200 a small value chosen by the field's kind, 200..239
- * one of these 40, >= 240 the next 4 bytes as a raw int32 (little-endian). */
-#define SMALL_LIMIT 200
-#define RAW_FROM 240
-static const int64_t specials[40] = {
-    0,       -1,          1,       2,          3,       4,           7,           8,
-    15,      16,          17,      31,         32,      33,          63,          64,
-    255,     256,         1023,    1024,       4096,    65535,       65536,       46340,
-    46341,   1 << 20,     1 << 24, 1 << 30,    INT_MAX, INT_MAX - 1, INT_MAX / 2, INT_MAX / 4 + 1,
-    INT_MIN, INT_MIN + 1, -2,      -(1 << 30), -65536,  0x40000001,  0x55555555,  1 << 28};
 
 typedef enum kind {
     K_BATCH_OUT,
@@ -97,23 +62,6 @@ typedef enum kind {
     K_STEP, /* stride, dilation */
     K_BUFFER
 } kind;
-
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    a = a < 0 ? -a : a;
-    b = b < 0 ? -b : b;
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-static int clamp_int(int64_t v)
-{
-    return v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v;
-}
 
 /* The contract's lower bound of buffer_size_, 2*(Kh*Kw*Cin/G)*dtype, from
  * the (not yet validated) fields; -1 where it is not defined. */
@@ -401,15 +349,6 @@ typedef struct buf {
     size_t total;
     int real; /* sized for the tensor; else a dummy */
 } buf;
-
-static uint64_t next_rand(uint64_t *s)
-{
-    /* splitmix64 */
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 /* Allocates `count` elements of `es` bytes when 0 < count <= limit (the
  * allocation ends exactly at the last element), else a dummy; fills it with
