@@ -44,7 +44,7 @@
 #include "conv2d.h" /* cg_conv2d_run: forces the rows of a tile */
 #include "conv2d_reference.h"
 #include "convgrad.h"
-#include "fuzz_input.h"
+#include "fuzz_common.h"
 
 enum {
     MAX_ELEMS = 4096,  /* a tensor is real only up to this many elements */
@@ -222,8 +222,8 @@ static void expect(const fuzz_case *fc, expectation *e)
                          c->out_c >= 1 && c->kernel_h >= 1 && c->kernel_w >= 1;
     if (!sizes_ok)
         d |= ERR_BIT(CG_ERR_BAD_SIZE);
-    const int group_ok = c->groups >= 1 && (int64_t)c->in_c % c->groups == 0 &&
-                         (int64_t)c->out_c % c->groups == 0;
+    const int group_ok =
+        c->groups >= 1 && (int64_t)c->in_c % c->groups == 0 && (int64_t)c->out_c % c->groups == 0;
     if (!group_ok)
         d |= ERR_BIT(CG_ERR_BAD_GROUP);
     const int stride_ok = c->stride_h >= 1 && c->stride_w >= 1;
@@ -232,7 +232,8 @@ static void expect(const fuzz_case *fc, expectation *e)
     const int dil_ok = c->dilation_h >= 1 && c->dilation_w >= 1;
     if (!dil_ok)
         d |= ERR_BIT(CG_ERR_BAD_DILATION);
-    const int pad_ok = c->pad_top >= 0 && c->pad_bottom >= 0 && c->pad_left >= 0 && c->pad_right >= 0;
+    const int pad_ok =
+        c->pad_top >= 0 && c->pad_bottom >= 0 && c->pad_left >= 0 && c->pad_right >= 0;
     if (!pad_ok)
         d |= ERR_BIT(CG_ERR_BAD_PAD);
 
@@ -272,8 +273,8 @@ static void expect(const fuzz_case *fc, expectation *e)
                     d |= ERR_BIT(CG_ERR_OVERFLOW);
                 e->huge |= y * 4 >= big;
                 if (group_ok) {
-                    const u128 per = (u128)c->kernel_h * (u128)c->kernel_w *
-                                     (u128)(c->in_c / c->groups);
+                    const u128 per =
+                        (u128)c->kernel_h * (u128)c->kernel_w * (u128)(c->in_c / c->groups);
                     e->macs = sat(y * (per > 0 ? per : 1));
                 }
             }
@@ -293,15 +294,6 @@ static void expect(const fuzz_case *fc, expectation *e)
 }
 
 /* ---- buffers -------------------------------------------------------------- */
-
-typedef struct buf {
-    unsigned char *base; /* the allocation */
-    unsigned char *ptr;  /* what the library gets: base + misalignment */
-    unsigned char *copy; /* the whole allocation, as it was before the call */
-    size_t total;
-    int64_t count; /* floats, when real */
-    int real;      /* sized for the tensor; else a dummy */
-} buf;
 
 /* Allocates `count` floats when 0 < count <= MAX_ELEMS (the allocation ends
  * exactly at the last element), else a dummy; random bytes, then (values)
@@ -333,25 +325,6 @@ static void buf_make(buf *b, int64_t count, int misalign, int values, uint64_t *
     memcpy(b->copy, b->base, b->total);
 }
 
-static int buf_same(const buf *b)
-{
-    return memcmp(b->base, b->copy, b->total) == 0;
-}
-
-static long long buf_first_change(const buf *b)
-{
-    for (size_t i = 0; i < b->total; i++)
-        if (b->base[i] != b->copy[i])
-            return (long long)i - (long long)(b->ptr - b->base);
-    return -1;
-}
-
-static void buf_free(buf *b)
-{
-    free(b->base);
-    free(b->copy);
-}
-
 static double *to_double(const buf *b)
 {
     double *d = malloc(((size_t)b->count + 1) * sizeof *d);
@@ -378,8 +351,8 @@ static void describe(FILE *f, const fuzz_case *fc)
             "  stride %d,%d  dilation %d,%d  pad top=%d bottom=%d left=%d right=%d\n",
             op_names[fc->op], fc->with_bias ? "yes" : "NULL", fc->misalign,
             null_names[fc->null_which], (unsigned)fc->core_mask, (long long)fc->tile_rows,
-            fc->tile_rows ? "cg_conv2d_run" : "public function", (int)c->layout, c->batch,
-            c->in_h, c->in_w, c->in_c, c->out_c, c->kernel_h, c->kernel_w, c->groups, c->stride_h,
+            fc->tile_rows ? "cg_conv2d_run" : "public function", (int)c->layout, c->batch, c->in_h,
+            c->in_w, c->in_c, c->out_c, c->kernel_h, c->kernel_w, c->groups, c->stride_h,
             c->stride_w, c->dilation_h, c->dilation_w, c->pad_top, c->pad_bottom, c->pad_left,
             c->pad_right);
 }
@@ -565,13 +538,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
               .in0 = fc.null_which == NULL_IN0 ? NULL : (const float *)(void *)in0.ptr,
               .in1 = fc.null_which == NULL_IN1 ? NULL : (const float *)(void *)in1.ptr,
               .bias = fc.op == CG_CONV2D_FORWARD && fc.with_bias ? (const float *)(void *)bias.ptr
-                                                                : NULL,
+                                                                 : NULL,
               .out = fc.null_which == NULL_OUT ? NULL : (float *)(void *)out.ptr};
     if (is_bias_op && fc.tile_rows == 0)
         k.in1 = NULL; /* the public function has no in1 */
     const int expect_null = (e.errs & ERR_BIT(CG_ERR_NULL_POINTER)) != 0;
 
-    cg_status s = fc.tile_rows ? call_run(&fc, &k, fc.tile_rows) : call_public(&fc, &k, expect_null);
+    cg_status s =
+        fc.tile_rows ? call_run(&fc, &k, fc.tile_rows) : call_public(&fc, &k, expect_null);
     const char *msg = cg_status_message(s);
     if (!msg || !msg[0])
         fail("cg_status_message(%d) is empty", (int)s);

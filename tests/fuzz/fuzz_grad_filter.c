@@ -38,7 +38,7 @@
 #include <string.h>
 
 #include "convgrad.h"
-#include "fuzz_input.h"
+#include "fuzz_common.h"
 #include "reference.h"
 
 enum {
@@ -341,15 +341,6 @@ static void expect(const fuzz_case *c, expectation *e)
 
 /* ---- buffers -------------------------------------------------------------- */
 
-typedef struct buf {
-    unsigned char *base; /* the allocation */
-    unsigned char *ptr;  /* what the library gets: base + misalignment */
-    size_t bytes;        /* from ptr to the end of the allocation */
-    unsigned char *copy; /* the whole allocation, as it was before the call */
-    size_t total;
-    int real; /* sized for the tensor; else a dummy */
-} buf;
-
 /* Allocates `count` elements of `es` bytes when 0 < count <= limit (the
  * allocation ends exactly at the last element), else a dummy; fills it with
  * values in [-1, 1) (or random bytes for a dummy) and keeps a copy. */
@@ -381,26 +372,6 @@ static void buf_make(buf *b, int64_t count, int64_t limit, size_t es, int misali
     if (!b->copy)
         abort();
     memcpy(b->copy, b->base, b->total);
-}
-
-static int buf_same(const buf *b)
-{
-    return memcmp(b->base, b->copy, b->total) == 0;
-}
-
-/* First byte (from ptr) that changed; -1 if none. */
-static long long buf_first_change(const buf *b)
-{
-    for (size_t i = 0; i < b->total; i++)
-        if (b->base[i] != b->copy[i])
-            return (long long)i - (long long)(b->ptr - b->base);
-    return -1;
-}
-
-static void buf_free(buf *b)
-{
-    free(b->base);
-    free(b->copy);
 }
 
 /* ---- reporting ------------------------------------------------------------ */

@@ -1,12 +1,14 @@
-/* The input decoding both fuzz targets share: a byte reader that reads
- * zeros past the end, the special int values a field can take, and small
- * helpers. Header-only: each target is one translation unit. */
-#ifndef CG_FUZZ_INPUT_H
-#define CG_FUZZ_INPUT_H
+/* What both fuzz targets share: the input decoding (a byte reader that
+ * reads zeros past the end, the special int values a field can take), small
+ * helpers, and the buffers whose every byte is compared after a call.
+ * Header-only: each target is one translation unit. */
+#ifndef CG_FUZZ_COMMON_H
+#define CG_FUZZ_COMMON_H
 
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct reader {
@@ -69,5 +71,38 @@ static inline uint64_t next_rand(uint64_t *s)
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+/* A tensor or workspace handed to the library: real (sized exactly, ending
+ * at its last element) or a dummy, with a copy of every byte from before
+ * the call. */
+typedef struct buf {
+    unsigned char *base; /* the allocation */
+    unsigned char *ptr;  /* what the library gets: base + misalignment */
+    size_t bytes;        /* from ptr to the end of the allocation */
+    unsigned char *copy; /* the whole allocation, as it was before the call */
+    size_t total;
+    int64_t count; /* elements, when real */
+    int real;      /* sized for the tensor; else a dummy */
+} buf;
+
+static inline int buf_same(const buf *b)
+{
+    return memcmp(b->base, b->copy, b->total) == 0;
+}
+
+/* First byte (from ptr) that changed; -1 if none. */
+static inline long long buf_first_change(const buf *b)
+{
+    for (size_t i = 0; i < b->total; i++)
+        if (b->base[i] != b->copy[i])
+            return (long long)i - (long long)(b->ptr - b->base);
+    return -1;
+}
+
+static inline void buf_free(buf *b)
+{
+    free(b->base);
+    free(b->copy);
 }
 #endif
