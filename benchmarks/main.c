@@ -861,6 +861,19 @@ static double run_once(runner *r, layer_ctx *c, int slot)
 /* ---- results ------------------------------------------------------------------ */
 
 
+/* Median, min and max of n > 0 times in seconds, in ms (sorts t). */
+static void summarise_ms(double *t, int n, double *median, double *min, double *max)
+{
+    double mn = t[0], mx = t[0];
+    for (int k = 0; k < n; ++k) {
+        mn = t[k] < mn ? t[k] : mn;
+        mx = t[k] > mx ? t[k] : mx;
+    }
+    *median = bench_median(t, n) * 1e3;
+    *min = mn * 1e3;
+    *max = mx * 1e3;
+}
+
 /* `array` (of `count` elements of `size` bytes, room for *cap) with room for
  * one more, zeroed; exits when memory runs out. */
 static void *grow_by_one(void *array, int count, int *cap, size_t size)
@@ -1451,14 +1464,7 @@ static void run_layer(run_state *st, int li)
             res->cores = r->cores;
             res->reps = r->nt;
             if (r->nt > 0) {
-                double mn = r->t[0], mx = r->t[0];
-                for (int k = 0; k < r->nt; ++k) {
-                    mn = r->t[k] < mn ? r->t[k] : mn;
-                    mx = r->t[k] > mx ? r->t[k] : mx;
-                }
-                res->median_ms = bench_median(r->t, r->nt) * 1e3;
-                res->min_ms = mn * 1e3;
-                res->max_ms = mx * 1e3;
+                summarise_ms(r->t, r->nt, &res->median_ms, &res->min_ms, &res->max_ms);
                 res->gflops = train_flops(&c.s) / (res->median_ms * 1e-3) * 1e-9;
                 double *v = xalloc((size_t)r->nt * sizeof(double));
                 for (int ph = 0; ph < NPHASE; ++ph) {
@@ -1541,14 +1547,7 @@ static void run_layer(run_state *st, int li)
         res->ws_bytes = r->ws_bytes;
         res->scratch_bytes = r->scratch_bytes;
         if (r->nt > 0) {
-            double mn = r->t[0], mx = r->t[0];
-            for (int k = 0; k < r->nt; ++k) {
-                mn = r->t[k] < mn ? r->t[k] : mn;
-                mx = r->t[k] > mx ? r->t[k] : mx;
-            }
-            res->median_ms = bench_median(r->t, r->nt) * 1e3;
-            res->min_ms = mn * 1e3;
-            res->max_ms = mx * 1e3;
+            summarise_ms(r->t, r->nt, &res->median_ms, &res->min_ms, &res->max_ms);
             res->gflops = c.flops / (res->median_ms * 1e-3) * 1e-9;
         }
         if (r->impl == IMPL_ONEDNN) {
