@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The baseline someone would write first: im2col of the whole batch, then one
  * cblas_sgemm (one per group when group > 1), OpenBLAS on the same number of
  * threads as the cores convgrad gets. The im2col loop itself is plain,

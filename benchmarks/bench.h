@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convgrad-bench: shared declarations of the benchmark's parts.
  *
  *   main.c      options, the layer set, the interleaved rounds, the checks, the reports

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The machine's limits, measured in the same run as the layers:
  *  - an FMA loop at the widest vector width the CPU has (AVX-512F when
  *    __builtin_cpu_supports says so, else AVX2+FMA, else scalar fmaf), with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convgrad-bench: fp_/hp_conv_grad_filter_s (host mode) on a built-in layer
  * set, for core masks 0b1, 0b11, ... up to the machine's CPUs, against its
  * peers measured in the same run: oneDNN backward-weights, a plain im2col +

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The oneDNN peers: convolution backward-weights (f32), src and diff_dst NHWC
  * in the caller's buffers, created once per shape and thread count, outside
  * any timing; and the training step (onednn_train_*): forward_training with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convgrad-bench's reports: the table rows, the performance targets, the CSV
  * files and the gnuplot plots. Everything here reads the results main.c
  * collected (g_results) and the limits it measured (g_lim). */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # `cmake --install` puts the library, its one public header and a CMake package
 # in the prefix, so that a consumer writes
 #     find_package(convgrad REQUIRED)

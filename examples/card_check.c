@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The host-side machinery of the card's two examples: data, the
  * double-precision reference of the formula, and the printout (card_check.h). */
 #include "card_check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the vendor card's two examples (card_shared_fp32.c, card_private_fp32.c)
  * share on the host: the card's shape, heap stand-ins for its fixed addresses
  * with deterministic data, and the check of out_dw against a plain

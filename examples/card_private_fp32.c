@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The vendor card's private-memory example (MT7004, fp32, one core): the
  * calling thread runs fp_conv_grad_filter_p by itself.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The vendor card's shared-memory example (MT7004, fp32, four cores), run on
  * convgrad's emulated cores.
  *

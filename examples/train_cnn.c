@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_cnn: trains a small convolutional network on synthetic images, with
  * every convolution (forward, input gradient, weight gradient, bias gradient)
  * computed by convgrad's cg_conv2d_* on the emulated cores of a core mask.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convgrad: the filter (weight) gradient of a 2-D convolution on emulated
  * cores. One public header; see README.md for the API tour. */
 #ifndef CONVGRAD_H

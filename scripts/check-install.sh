@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs a convgrad build into a temporary prefix and builds and runs
 # tests/install_consumer against it, the way a user's project would find it:
 # find_package(convgrad) through CMAKE_PREFIX_PATH, linking convgrad::convgrad.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # Shared by scripts/test.sh, scripts/run-main.sh and scripts/check-install.sh:
 # the packages the build needs and the one way every tree is configured.

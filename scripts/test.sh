@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs every test, from a clean clone on a fresh Debian 12 machine:
 #
 #   bash scripts/test.sh

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Trains the example CNN, from a clean clone on a fresh Debian 12 machine:
 #
 #   bash scripts/train-cnn.sh [ARGS...]

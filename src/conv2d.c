@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The training step on the cores of a mask: forward, input gradient, weight
  * gradient and bias gradient, NHWC with OHWI weights or NCHW with OIHW.
  *

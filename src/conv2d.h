@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The training-step operations behind the public cg_conv2d_* functions. */
 #ifndef CG_CONV2D_H
 #define CG_CONV2D_H

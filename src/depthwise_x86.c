@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Depthwise on AVX-512. The weight gradient's 3x3: the nine per-tap sums of
  * 32 channels stay in registers across a tile of output pixels, so each
  * pixel costs two loads of dy, up to eighteen of x and eighteen FMAs; between

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fault injection control: see fault.h. Built only into the test copy of the
  * library (CONVGRAD_FAULT_INJECTION). */
 #include "fault.h"

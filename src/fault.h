@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fault injection, for tests only. The library's allocation and thread-start
  * sites ask cg_fault_should_fail(point) first and fail as if the real call
  * had failed when it says so.

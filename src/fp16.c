@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "fp16.h"
 
 #include <string.h>

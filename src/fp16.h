@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* IEEE binary16 <-> float conversion. Half values travel as raw bits
  * (uint16_t) inside the library, whatever the public float16 type is. */
 #ifndef CG_FP16_H

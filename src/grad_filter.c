@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The four entry points: validation, then `_p` on the calling thread, or
  * `_s` split across the cores of core_mask (partials, barrier, reduction). */
 #include <stdint.h>

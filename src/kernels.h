@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-core computations of the three paths. Each writes float sums over
  * a range of rows of the long sum [first, last) into a destination block;
  * where that block lives (a core's partial, or a `_p` accumulator) is the

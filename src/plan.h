@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Everything that depends only on the shape: validation, the path, the
  * sizes of the pieces. A pure function of ConvParameter and dtype, so tests
  * can call it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "status.h"
 
 static _Thread_local cg_status last_status = CG_OK;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The calling thread's last status. */
 #ifndef CG_STATUS_H
 #define CG_STATUS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The naive cg_conv2d reference; see conv2d_reference.h. */
 #include "conv2d_reference.h"
 

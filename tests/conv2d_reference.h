@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The naive reference of the cg_conv2d operations (include/convgrad.h, "The
  * whole training step"), straight from the header's formula, for both
  * layouts. Plain nested loops with the bounds checks, nothing clever: it

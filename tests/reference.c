@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The double-precision reference; see reference.h. */
 #include "reference.h"
 

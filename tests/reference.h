@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one double-precision reference of the contract's formula (CONTRACT.md
  * section 1), used by every test and by the benchmarks. Plain loops, no
  * tricks: it must be obviously right rather than fast.

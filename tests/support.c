@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test support; see support.h. */
 #define _DEFAULT_SOURCE /* mmap flags, sysconf */
 #include "support.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test support: seeded random data, guard-page buffers, canaries, checksums,
  * shapes, and run_case(), which runs one configuration on one entry point and
  * checks everything the contract promises about it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* out_dw is accumulated into, and bias[c] is added exactly once per call to
  * every element of row c: on every path, dtype, entry point and mode, on 1,
  * 2, 4, 8 and 32 cores. Dyadic data makes most of these checks exact, so a

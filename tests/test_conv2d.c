@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The training step, cg_conv2d_*: forward (with and without bias), backward
  * data, backward weights and backward bias, in both layouts, against the
  * naive reference (conv2d_reference.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fault injection on the training-step functions (src/fault.h; this
  * executable links the CONVGRAD_FAULT_INJECTION copy of the library): a
  * core's scratch that cannot be allocated, and a core's thread that cannot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The emulated-core runtime: launches, core ids, barriers, busy refusal,
  * concurrency of disjoint launches, the library barrier and per-core scratch. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Differential tests: hundreds of seeded random configurations, every path,
  * both dtypes, every entry point and mode, random core masks, against the
  * double-precision reference (reference.c). Every failure prints the case's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Bad input: one row per contract error, on all four entry points in both
  * styles (seed void entry + cg_last_status, and the cg_* twin), host and
  * SPMD. For each: the status is the header's code for that error, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The vendor card's two C examples (seed 003), as tests: the shared-storage
  * SPMD one (every core of 0b1111 runs TestConvGradFilterSMCFp32; logical
  * core 0 fills the ConvParameter, sys_bar(0, core_num), then every core calls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fault injection: the library's own allocations and thread starts fail on
  * demand (src/fault.h; this executable links the CONVGRAD_FAULT_INJECTION
  * copy of the library). Points:

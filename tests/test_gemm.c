@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Every GEMM kernel this CPU can run against the plain reference, on the
  * edge cases of its tiles: m, n and k below, equal to, above and multiples of
  * the tile sizes, leading dimensions wider than the matrices, beta 0 and 1,

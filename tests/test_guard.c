@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Guard tests: the workspace is EXACTLY the documented size (_s:
  * cg_grad_filter_workspace_bytes, i.e. max(buffer_size_*4, core_num*dw*4);
  * _p: buffer_size_*4) and ends at (or starts at) a PROT_NONE page, so any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The library's internal pieces, each against a plain version of itself:
  * fp16 conversion, the shape-only plan (paths, splits), the fixed-order
  * reduction, and the steady-state promise that a call allocates nothing. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Each optimised kernel against the plain kernel beside it, on its edge
  * cases: channel counts below, equal to, above and multiples of its 32-lane
  * block, borders, strides, fp16, and accumulator blocks resumed across tiles. */

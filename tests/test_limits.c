@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Limits: the largest shapes the API accepts and the smallest that overflow,
  * side by side at each boundary, with every expected number computed by hand
  * (in the comments) rather than by a formula shared with the library.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* After a first call, calls of the same shape allocate nothing: every
  * allocation function is wrapped (-Wl,--wrap) and counted while the steady
  * state runs, on every path, dtype and entry point. */

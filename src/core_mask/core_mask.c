@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Emulated cores: one persistent pthread per core (bits 0..31 of a mask),
  * launches that claim their cores atomically and never wait for a busy one,
  * and per-launch barriers that sleep rather than burn a CPU another core

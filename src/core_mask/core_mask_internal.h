@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the operator needs from the emulated-core runtime beyond the public
  * vendor names. Knows nothing of convolutions. */
 #ifndef CG_CORE_MASK_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "gemm/gemm.h"
 
 #include <cblas.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The matrix product the operator needs, and nothing of cores or shapes. */
 #ifndef CG_GEMM_H
 #define CG_GEMM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The ISA-specific kernels behind cg_gemm_atb, and the plain reference each
  * is tested against. All compute C[m][n] = A^T B + beta*C as cg_gemm_atb. */
 #ifndef CG_GEMM_KERNELS_H

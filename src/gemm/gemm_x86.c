@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Register-blocked kernels for C = A^T B (+ C), the shape of a weight
  * gradient: a small C and a long sum over k. A row of C's block stays in
  * registers for the whole sum; A is read as broadcasts straight from its rows

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "reduce/reduce.h"
 
 void cg_reduce_partials(float *sum, const float *const *parts, int nparts, size_t begin,

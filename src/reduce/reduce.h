@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Summing per-core partials in a fixed order: knows nothing of shapes. */
 #ifndef CG_REDUCE_H
 #define CG_REDUCE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What both fuzz targets share: the input decoding (a byte reader that
  * reads zeros past the end, the special int values a field can take), small
  * helpers, and the buffers whose every byte is compared after a call.

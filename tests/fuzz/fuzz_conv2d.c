@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target for the training step, cg_conv2d_* (include/convgrad.h,
  * "The whole training step").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target for the four entry points (CONTRACT.md sections 1, 2, 4).
  *
  * The input bytes decode (see decode() below, and make_corpus.py, which

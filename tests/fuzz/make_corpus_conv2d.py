@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the seed corpus of fuzz_conv2d into tests/fuzz/corpus_conv2d/.
 
     python3 tests/fuzz/make_corpus_conv2d.py

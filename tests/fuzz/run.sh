@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs a libFuzzer target of a fuzz tree (README.md, "Fuzzing"):
 #
 #   bash tests/fuzz/run.sh BUILD_DIR [SECONDS] [JOBS] [TARGET]

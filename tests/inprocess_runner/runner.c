@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The in-process runner behind criterion/criterion.h (see there for why). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Uses an installed convgrad: one fp_conv_grad_filter_p call on a tiny
  * shape whose answer is known by hand.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convgrad-stress: random configurations of the operator, run until a case
  * count or a time limit, each checked by cgt_run_case() (guard pages,
  * canaries, input checksums, the double-precision reference).

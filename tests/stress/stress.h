@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convgrad-stress: the random case generator shared by the tool's parts.
  *
  * A case is a pure function of (run seed, case index, --cores): the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convgrad-stress: drawing one random case from (seed, index, cores).
  *
  * Shapes are kept small (a MAC budget drawn per case, log-uniform) because

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The subset of Criterion's API the tests use, run in one process.
  *
  * Criterion's runner cannot start under ThreadSanitizer (its boxfort arena
