@@ -245,8 +245,10 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
 #else
 #define CG_PER_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-CG_PER_ISA_CLONES void cg_multiply_add(float *restrict acc, const float *restrict dy,
-                                       const float *restrict x, int64_t n)
+/* static: GCC exports the resolver of an external clone set whatever its
+ * visibility, and this one is no public name */
+CG_PER_ISA_CLONES static void multiply_add(float *restrict acc, const float *restrict dy,
+                                           const float *restrict x, int64_t n)
 {
     for (int64_t c = 0; c < n; c++)
         acc[c] += dy[c] * x[c];
@@ -260,7 +262,7 @@ void cg_depthwise_pixel_reference(float *restrict out, const float *restrict ini
         out[c] = init ? init[c] : 0.0f;
     for (int64_t t = 0; t < taps; t++)
         if (x[t])
-            cg_multiply_add(out, x[t], w + t * n, n);
+            multiply_add(out, x[t], w + t * n, n);
 }
 
 cg_depthwise_pixel_fn *cg_depthwise_pixel_selected(void)
@@ -294,8 +296,7 @@ void cg_depthwise_rows_reference(const cg_plan *plan, const void *dy, const void
                     x_row = (const float *)x + at;
                 else
                     load_floats(x_floats, x, at, channels, 2);
-                cg_multiply_add(acc + (kh * plan->kernel_w + kw) * channels, dy_row, x_row,
-                                channels);
+                multiply_add(acc + (kh * plan->kernel_w + kw) * channels, dy_row, x_row, channels);
             }
     }
     for (int64_t c = 0; c < channels; c++) /* tap-major sums -> dw rows [c][tap] */

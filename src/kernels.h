@@ -73,10 +73,6 @@ static inline void cg_zero_floats(float *dst, int64_t n)
         dst[i] = 0.0f;
 }
 
-/* acc[c] += a[c] * b[c], c < n: the depthwise inner loop. */
-void cg_multiply_add(float *restrict acc, const float *restrict a, const float *restrict b,
-                     int64_t n);
-
 /* One pixel of a depthwise convolution: out[c] = (init ? init[c] : 0) +
  * the sum over taps t with x[t] != NULL of x[t][c] * w[t * n + c], c < n. */
 typedef void cg_depthwise_pixel_fn(float *restrict out, const float *restrict init,

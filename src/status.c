@@ -1,12 +1,48 @@
 /* SPDX-License-Identifier: MIT */
 #include "status.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
 static _Thread_local cg_status last_status = CG_OK;
+static _Thread_local char last_detail[CG_DETAIL_MAX];
+
+cg_status cg_fail(cg_error *err, cg_status s, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->detail, sizeof err->detail, fmt, ap);
+        va_end(ap);
+        err->status = s;
+    }
+    return s;
+}
 
 cg_status cg_record_status(cg_status s)
 {
     last_status = s;
+    if (s == CG_OK)
+        last_detail[0] = '\0';
+    else
+        snprintf(last_detail, sizeof last_detail, "%s", cg_status_message(s));
     return s;
+}
+
+cg_status cg_record_error(const cg_error *err)
+{
+    last_status = err->status;
+    if (err->status == CG_OK)
+        last_detail[0] = '\0';
+    else
+        memcpy(last_detail, err->detail, sizeof last_detail);
+    return err->status;
+}
+
+CG_API const char *cg_last_error_detail(void)
+{
+    return last_detail;
 }
 
 CG_API cg_status cg_last_status(void)
@@ -50,6 +86,8 @@ CG_API const char *cg_status_message(cg_status s)
         return "the thread of an emulated core could not be started";
     case CG_ERR_BAD_LAYOUT:
         return "cg_conv2d.layout must be CG_LAYOUT_NHWC or CG_LAYOUT_NCHW";
+    case CG_ERR_INSIDE_LAUNCH:
+        return "called on an emulated core: call cg_conv2d_* from an ordinary thread";
     }
     return "unknown convgrad status";
 }
