@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
-# `cmake --install` puts the library, its one public header and a CMake package
-# in the prefix, so that a consumer writes
+# `cmake --install` puts the library, its one public header, a CMake package,
+# a pkg-config file and the licence in the prefix, so that a consumer writes
 #     find_package(convgrad REQUIRED)
 #     target_link_libraries(app PRIVATE convgrad::convgrad)
+# or compiles with `pkg-config --cflags --libs convgrad`.
 # Included from the top-level CMakeLists.txt after the `convgrad` target exists.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -33,10 +34,6 @@ install(EXPORT convgradTargets
   NAMESPACE convgrad::
   DESTINATION ${CONVGRAD_CMAKE_INSTALL_DIR})
 
-# Read by the config template: a static convgrad needs its link dependencies
-# found again on the consumer's side.
-get_target_property(CONVGRAD_LIBRARY_TYPE convgrad TYPE)
-
 configure_package_config_file(
   ${CMAKE_CURRENT_LIST_DIR}/convgradConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/convgradConfig.cmake
@@ -49,3 +46,22 @@ install(FILES
   ${CMAKE_CURRENT_BINARY_DIR}/convgradConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/convgradConfigVersion.cmake
   DESTINATION ${CONVGRAD_CMAKE_INSTALL_DIR})
+
+# convgrad.pc is relocatable like the CMake package: its prefix is the path
+# from its own directory up to the install prefix, as `cmake --install
+# --prefix` may put the tree elsewhere than CMAKE_INSTALL_PREFIX.
+set(CONVGRAD_PKGCONFIG_INSTALL_DIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig"
+    CACHE STRING "Where the installed convgrad.pc goes, relative to the prefix")
+file(RELATIVE_PATH CONVGRAD_PC_TO_PREFIX
+     "${CMAKE_INSTALL_PREFIX}/${CONVGRAD_PKGCONFIG_INSTALL_DIR}" "${CMAKE_INSTALL_PREFIX}")
+string(REGEX REPLACE "/$" "" CONVGRAD_PC_TO_PREFIX "${CONVGRAD_PC_TO_PREFIX}")
+file(RELATIVE_PATH CONVGRAD_PC_LIBDIR "${CMAKE_INSTALL_PREFIX}" "${CMAKE_INSTALL_FULL_LIBDIR}")
+file(RELATIVE_PATH CONVGRAD_PC_INCLUDEDIR "${CMAKE_INSTALL_PREFIX}" "${CMAKE_INSTALL_FULL_INCLUDEDIR}")
+# A static libconvgrad.a also needs the threads flag the build used (none
+# where libc has pthreads) and libm; OpenBLAS comes from Requires.private.
+string(STRIP "${CMAKE_THREAD_LIBS_INIT} -lm" CONVGRAD_PC_LIBS_PRIVATE)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/convgrad.pc.in ${CMAKE_CURRENT_BINARY_DIR}/convgrad.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/convgrad.pc DESTINATION ${CONVGRAD_PKGCONFIG_INSTALL_DIR})
+
+# The licence travels with the library.
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})

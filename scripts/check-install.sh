@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Installs a convgrad build into a temporary prefix and builds and runs
-# tests/install_consumer against it, the way a user's project would find it:
-# find_package(convgrad) through CMAKE_PREFIX_PATH, linking convgrad::convgrad.
+# tests/install_consumer against it twice, the two ways a user's project would
+# find it: find_package(convgrad) through CMAKE_PREFIX_PATH, linking
+# convgrad::convgrad; and `cc ... $(pkg-config --cflags --libs convgrad)`
+# through PKG_CONFIG_PATH. Each consumer checks that cg_version() is the
+# version its package (CMake's, convgrad.pc) gave and the header's.
 #
 #   scripts/check-install.sh [BUILD_DIR]     (default: build/release)
 #
@@ -14,12 +17,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 build=${1:-$CG_ROOT/build/release}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/convgrad-install.XXXXXX")
-if [ "${CONVGRAD_KEEP_TMP:-0}" = 1 ]; then
-    echo "check-install: keeping $tmp"
-else
-    trap 'rm -rf "$tmp"' EXIT
-fi
+cg_tmpdir convgrad-install
+tmp=$cg_tmp
 prefix=$tmp/prefix
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
@@ -30,7 +29,7 @@ cg_build "$build" --target convgrad
 echo "check-install: cmake --install $build --prefix $prefix"
 cmake --install "$build" --prefix "$prefix"
 
-# What a user gets: the header, the library and the package files.
+# What a user gets: the header, the library, the package files and the licence.
 fail=0
 expect() {
     if compgen -G "$prefix/$1" >/dev/null; then
@@ -45,6 +44,8 @@ expect "lib*/libconvgrad.*"
 expect "lib*/cmake/convgrad/convgradConfig.cmake"
 expect "lib*/cmake/convgrad/convgradConfigVersion.cmake"
 expect "lib*/cmake/convgrad/convgradTargets.cmake"
+expect "lib*/pkgconfig/convgrad.pc"
+expect share/doc/convgrad/LICENSE
 [ "$fail" = 0 ] || { echo "check-install: FAIL (incomplete install)"; exit 1; }
 
 # A sanitizer tree installs an instrumented library: the consumer needs the
@@ -55,6 +56,26 @@ case "$sanitize" in
 address) flags="-fsanitize=address,undefined" ;;
 thread) flags="-fsanitize=thread" ;;
 esac
+
+# check_loads EXE: EXE must load the installed library, not the build tree's.
+check_loads() {
+    command -v ldd >/dev/null 2>&1 || return 0
+    local lib
+    lib=$(ldd "$1" | awk '/libconvgrad/ {print $3}')
+    [ -n "$lib" ] || return 0
+    # (pkg-config's libdir reads PREFIX/lib/pkgconfig/../../lib.)
+    lib=$(readlink -f "$lib")
+    case "$lib" in
+    "$(readlink -f "$prefix")"/*) echo "check-install: $(basename "$1") loads $lib" ;;
+    *)
+        echo "check-install: FAIL: $(basename "$1") loads '$lib', not the installed library"
+        exit 1
+        ;;
+    esac
+}
+
+echo
+echo "check-install: consumer 1: CMake, find_package(convgrad)"
 
 # Only the temporary prefix may provide convgrad: no package registry.
 cmake -S "$CG_ROOT/tests/install_consumer" -B "$tmp/consumer" \
@@ -73,19 +94,39 @@ case "$found" in
 esac
 cmake --build "$tmp/consumer" -j"$(nproc)"
 
-# The consumer must load the installed library, not the build tree's.
-if command -v ldd >/dev/null 2>&1; then
-    lib=$(ldd "$tmp/consumer/consumer" | awk '/libconvgrad/ {print $3}')
-    if [ -n "$lib" ]; then
-        case "$lib" in
-        "$prefix"/*) echo "check-install: consumer loads $lib" ;;
-        *)
-            echo "check-install: FAIL: consumer loads '$lib', not the installed library"
-            exit 1
-            ;;
-        esac
-    fi
-fi
-
+check_loads "$tmp/consumer/consumer"
 "$tmp/consumer/consumer"
+
+echo
+echo "check-install: consumer 2: pkg-config, cc \$(pkg-config --cflags --libs convgrad)"
+# Only the prefix's convgrad.pc; the system's directories stay for openblas.pc
+# (Requires.private).
+pcdir=$(dirname "$(compgen -G "$prefix/lib*/pkgconfig/convgrad.pc" | head -n 1)")
+export PKG_CONFIG_PATH=$pcdir
+pkg-config --validate convgrad
+found=$(pkg-config --variable=pcfiledir convgrad)
+if [ "$found" != "$pcdir" ]; then
+    echo "check-install: FAIL: pkg-config found convgrad.pc in '$found', not $pcdir"
+    exit 1
+fi
+echo "check-install: pkg-config used $found/convgrad.pc"
+pc_version=$(pkg-config --modversion convgrad)
+# The static fields: what a libconvgrad.a would need as well.
+static_libs=$(pkg-config --static --libs convgrad)
+echo "check-install: pkg-config --static --libs convgrad: $static_libs"
+case " $static_libs " in
+*" -lopenblas "*" -lm "* | *" -lm "*" -lopenblas "*) ;;
+*)
+    echo "check-install: FAIL: the static link flags lack -lopenblas or -lm"
+    exit 1
+    ;;
+esac
+# A prefix off the loader's path: the consumer finds the library by its rpath,
+# as a user's would.
+# shellcheck disable=SC2046 # pkg-config's output is a list of flags
+cc -std=c11 -Wall -Wextra -Werror $flags -DCONSUMER_PACKAGE_VERSION="\"$pc_version\"" \
+    "$CG_ROOT/tests/install_consumer/main.c" -o "$tmp/consumer-pc" \
+    $(pkg-config --cflags --libs convgrad) -Wl,-rpath,"$(pkg-config --variable=libdir convgrad)"
+check_loads "$tmp/consumer-pc"
+"$tmp/consumer-pc"
 echo "check-install: PASS"

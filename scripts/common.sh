@@ -5,9 +5,10 @@
 # Source it; it defines functions only (and CG_ROOT).
 
 CG_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# clang and libclang-rt-14-dev (libFuzzer's runtime): the fuzz tree, tests/fuzz.
+# clang and libclang-rt-14-dev (libFuzzer's runtime): the fuzz tree, tests/fuzz;
+# doxygen: the API reference (target docs).
 CG_APT_PACKAGES=(build-essential cmake pkg-config libopenblas-dev libcriterion-dev
-    clang libclang-rt-14-dev)
+    clang libclang-rt-14-dev doxygen)
 # The benchmark's peer and plots (oneDNN, gnuplot): installed by scripts/run-main.sh
 # only (cg_ensure_bench_deps); the build and the tests do without them.
 CG_BENCH_PACKAGES=(libdnnl-dev gnuplot-nox)
@@ -22,7 +23,7 @@ cg_missing_packages() {
         done
     else
         local t
-        for t in cc make cmake pkg-config; do
+        for t in cc make cmake pkg-config doxygen; do
             command -v "$t" >/dev/null 2>&1 || echo "$t"
         done
         if command -v pkg-config >/dev/null 2>&1; then
@@ -46,7 +47,8 @@ cg_ensure_deps() {
     echo "packages: missing: $missing"
     if ! command -v apt-get >/dev/null 2>&1; then
         echo "no apt-get here: install the equivalents of ${CG_APT_PACKAGES[*]}" \
-            "(a C compiler, make, CMake >= 3.18, pkg-config, OpenBLAS, Criterion) and rerun" >&2
+            "(a C compiler, make, CMake >= 3.18, pkg-config, OpenBLAS, Criterion, doxygen)" \
+            "and rerun" >&2
         return 1
     fi
     local sudo=()
@@ -100,11 +102,27 @@ cg_ensure_bench_deps() {
 
 # cg_configure BUILD_DIR BUILD_TYPE SANITIZE [more cmake args...]
 # Every option is passed each time, so a tree never keeps a stale cached value.
+# The optional parts are asked for ON, not the default AUTO: with a package
+# missing, configuring fails instead of quietly building less
+# (cmake/optional.cmake).
 cg_configure() {
     local dir=$1 type=$2 sanitize=$3
     shift 3
     cmake -S "$CG_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DCONVGRAD_SANITIZE="$sanitize" \
-        -DCONVGRAD_BUILD_TESTS=ON -DCONVGRAD_BUILD_EXAMPLES=ON "$@"
+        -DCONVGRAD_BUILD_TESTS=ON -DCONVGRAD_BUILD_EXAMPLES=ON -DCONVGRAD_BUILD_BENCHMARKS=ON \
+        -DCONVGRAD_BUILD_DOCS=ON "$@"
+}
+
+# cg_tmpdir NAME: makes a temporary directory, its path in cg_tmp, removed when
+# the script exits (CONVGRAD_KEEP_TMP=1 keeps it, and says where).
+cg_tmpdir() {
+    cg_tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+    if [ "${CONVGRAD_KEEP_TMP:-0}" = 1 ]; then
+        echo "$1: keeping $cg_tmp"
+    else
+        # shellcheck disable=SC2064 # the path is known now
+        trap "rm -rf '$cg_tmp'" EXIT
+    fi
 }
 
 cg_build() {

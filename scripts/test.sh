@@ -13,9 +13,14 @@
 #     tests too), and runs the two examples once more in the open in the
 #     release tree with the full default train_cnn run (it fails below its
 #     stated held-out accuracy), and a 60 s fixed-seed convgrad-stress run in
-#     the asan and tsan trees;
+#     the asan and tsan trees; ctest also checks the version and that the
+#     shared library exports exactly the header's functions;
 #  3. installs the release tree into a temporary prefix and builds a consumer
-#     project against it (scripts/check-install.sh);
+#     against it twice, with CMake's find_package and with pkg-config
+#     (scripts/check-install.sh); builds the API reference in build/release
+#     (target docs), which must have no doxygen warning (an undocumented
+#     public name); and checks that a plain cmake build without Criterion
+#     and doxygen works and skips them (scripts/check-plain-build.sh);
 #  4. builds the two libFuzzer targets with clang in build/fuzz and runs each:
 #     its seed corpus once, then a fixed seed for 45 s (fuzz_grad_filter) and
 #     30 s (fuzz_conv2d) (tests/fuzz/run.sh).
@@ -206,6 +211,22 @@ run_tree() {
     fi
 }
 
+# The API reference (target docs): doxygen on include/convgrad.h must warn
+# about nothing, e.g. no undocumented public name; its warnings are printed.
+docs_check() {
+    local dir=$1 log=$1/docs/doxygen-warnings.log
+    rm -f "$log"
+    cg_build "$dir" --target docs || return 1
+    [ -f "$log" ] || { echo "no $log: did doxygen run?"; return 1; }
+    if [ -s "$log" ]; then
+        cp "$log" "$logdir/doxygen-warnings.log"
+        echo "doxygen warnings ($log):"
+        cat "$log"
+        return 1
+    fi
+    echo "no doxygen warning; the reference is $dir/docs/html/index.html"
+}
+
 total_t0=$(now_ms)
 echo "==> packages"
 t0=$(now_ms)
@@ -223,10 +244,13 @@ done
 case " $trees " in
 *" release "*)
     if [ "$release_built" = 1 ]; then
-        stage "install + consumer (release)" bash scripts/check-install.sh build/release
+        stage "install + consumers (release)" bash scripts/check-install.sh build/release
+        stage "API reference, docs (release)" docs_check build/release
     else
-        skip "install + consumer (release)" "release build failed"
+        skip "install + consumers (release)" "release build failed"
+        skip "API reference, docs (release)" "release build failed"
     fi
+    stage "plain build, no Criterion" bash scripts/check-plain-build.sh
     ;;
 esac
 

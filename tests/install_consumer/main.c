@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Uses an installed convgrad: one fp_conv_grad_filter_p call on a tiny
- * shape whose answer is known by hand.
+/* Uses an installed convgrad: its version, then one fp_conv_grad_filter_p
+ * call on a tiny shape whose answer is known by hand.
+ *
+ * CONSUMER_PACKAGE_VERSION is the version the package that found convgrad
+ * gave (CMake's convgrad_VERSION, or pkg-config --modversion): the library
+ * loaded at run time, cg_version(), must be that one and the header's.
  *
  * x is one 3x3 channel holding 1..9, dy one 2x2 channel of ones, the kernel
  * 2x2, stride 1, no padding. Then dw[kh][kw] is the sum of the 2x2 window of
@@ -10,9 +14,31 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#ifndef CONSUMER_PACKAGE_VERSION
+#error "build with -DCONSUMER_PACKAGE_VERSION=\"the package's version\""
+#endif
+
+static int check_version(void)
+{
+    char header[32];
+    snprintf(header, sizeof header, "%d.%d.%d", CONVGRAD_VERSION_MAJOR, CONVGRAD_VERSION_MINOR,
+             CONVGRAD_VERSION_PATCH);
+    printf("consumer: cg_version() %s, package %s, header %s\n", cg_version(),
+           CONSUMER_PACKAGE_VERSION, header);
+    if (strcmp(cg_version(), CONSUMER_PACKAGE_VERSION) != 0 || strcmp(cg_version(), header) != 0) {
+        printf("consumer: version mismatch: FAIL\n");
+        return 1;
+    }
+    return 0;
+}
 
 int main(void)
 {
+    if (check_version() != 0)
+        return 1;
+
     float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     float dy[4] = {1, 1, 1, 1};
     float dw[4] = {1, 1, 1, 1};
