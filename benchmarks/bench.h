@@ -7,6 +7,7 @@
  *   onednn.c    the oneDNN peers: backward-weights, and the training step's forward,
  *               backward-data and backward-weights primitives (stubs when oneDNN is not
  *               built in)
+ *   tool_info.c the build, CPU and output-directory helpers it shares with train_cnn
  *
  * Benchmark-only code: it links the library as an outside program does (the
  * public header only) and never reaches into src/. */
@@ -14,8 +15,10 @@
 #define CG_BENCH_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "convgrad.h"
+#include "tool_info.h"
 
 /* One convolution of the built-in layer set. */
 typedef struct bench_layer {
@@ -33,7 +36,6 @@ typedef struct bench_shape {
 double bench_now(void);           /* monotonic seconds */
 void bench_sleep_ms(double ms);
 double bench_median(double *v, int n); /* sorts v */
-int bench_cpu_count(void);
 
 /* ---- limits.c ---------------------------------------------------------- */
 typedef struct fma_result {
@@ -185,13 +187,20 @@ void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void print_table_header(void);
 void print_rows_for_layer(int li); /* the table's rows of one finished layer */
 int max_cores_measured(void);
-void write_csv(const char *out_dir);
+/* OUT/name for writing, or NULL after saying why not (path gets its name). */
+FILE *csv_open(const char *out_dir, const char *name, char *path, size_t len);
+/* Closes f: 0, or -1 after saying that path could not be written. */
+int csv_close(FILE *f, const char *path);
+/* Ends a row (header: the header row) with the cpu and commit columns. */
+void csv_end_row(FILE *f, int header);
+/* The CSV files: 0, or -1 after saying why they could not be written. */
+int write_csv(const char *out_dir);
 /* 1 when the PNGs were written; else 0 and why. */
 int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen);
 void report_targets(const overhead_result *ov, int nov);
 /* The training step: its table (every layer run, in run order), its geometric means,
  * and OUT/training.csv. */
 void print_train_table(void);
-void write_train_csv(const char *out_dir);
+int write_train_csv(const char *out_dir);
 
 #endif

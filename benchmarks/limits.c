@@ -275,7 +275,7 @@ overhead_result bench_overhead(int mask, int quick)
     o.mask = mask;
     o.cores = GetCoreNum(mask);
     o.ok = 1;
-    const int many = o.cores > bench_cpu_count();
+    const int many = o.cores > tool_online_cpus();
     o.launches = quick ? 20 : (many ? 300 : 2000);
     o.rounds = quick ? 20 : (many ? 300 : 2000);
 

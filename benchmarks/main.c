@@ -40,7 +40,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,9 +48,7 @@
 #include "bench.h"
 #include "reference.h"
 
-#ifndef CG_BENCH_DEFAULT_OUT
-#define CG_BENCH_DEFAULT_OUT "build/bench"
-#endif
+#define DEFAULT_OUT TOOL_DEFAULT_OUT("convgrad-bench")
 
 /* ---- the built-in layer set --------------------------------------------- */
 
@@ -149,12 +146,6 @@ double bench_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-int bench_cpu_count(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : (int)n;
-}
-
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint64_t rng_next(void)
 {
@@ -165,13 +156,18 @@ static uint64_t rng_next(void)
     return rng_state * 0x2545F4914F6CDD1Dull;
 }
 
+/* Memory running out is a failure at run time (--help's exit status 1). */
+static void out_of_memory(size_t bytes)
+{
+    fprintf(stderr, "convgrad-bench: out of memory (%zu bytes)\n", bytes);
+    exit(TOOL_EXIT_FAILURE);
+}
+
 static void *xalloc(size_t bytes)
 {
     void *p = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
-    if (!p) {
-        fprintf(stderr, "convgrad-bench: out of memory (%zu bytes)\n", bytes);
-        exit(3);
-    }
+    if (!p)
+        out_of_memory(bytes);
     return p;
 }
 
@@ -245,46 +241,6 @@ static double load_average(void)
     return l;
 }
 
-static void cpu_model(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c++;
-                while (*c == ' ')
-                    c++;
-                c[strcspn(c, "\n")] = 0;
-                snprintf(buf, len, "%s", c);
-            }
-            break;
-        }
-    }
-    fclose(f);
-}
-
-static int mkdir_p(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; ++p) {
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}
-
 /* ---- options --------------------------------------------------------------- */
 
 typedef struct options {
@@ -319,21 +275,26 @@ static void usage(FILE *f)
             "                   data + backward weights + backward bias, against oneDNN's three\n"
             "                   primitives), spread over the layer's rounds (default %d, at most\n"
             "                   --reps; 0 leaves the training step out; --dtype fp16 too)\n"
-            "  --masks m,m      core masks (decimal, 0x.. or 0b..; default 1,3,7,... up to the CPUs)\n"
+            "  --masks m,m      core masks (decimal, 0x.. or 0b..; default 1,3,7,... up to\n"
+            "                   the CPUs)\n"
             "  --dtype T        fp32, fp16 or both (default both; fp16 = hp_conv_grad_filter_s)\n"
             "  --quick          smoke test: %d rounds, %d warm-up, small limit measurements\n"
-            "  --out DIR        where results.csv, limits.csv, overhead.csv, summary.txt and\n"
-            "                   the plots go (default %s)\n"
+            "  --out DIR        where results.csv, training.csv, limits.csv, overhead.csv,\n"
+            "                   metadata.csv (the build and the CPU), summary.txt and the\n"
+            "                   plots go (default %s, under the current directory)\n"
             "  --settle-ms X    pause after a multi-threaded peer's run, so that its spinning\n"
             "                   threads sleep before the next measurement (default %.0f)\n"
             "  --no-plots       do not run gnuplot\n"
             "  --list           list the layer set and exit\n"
+            "  --version        print \"convgrad-bench VERSION\" (the library's) and exit\n"
             "  --help           this text\n"
             "\n"
-            "Exit status: 0 when every check passed, 1 when a check or a call failed, 2 on\n"
-            "bad options. Targets missed are reported, not an error.\n",
-            DEFAULT_REPS, DEFAULT_WARMUP, DEFAULT_TRAIN_REPS, QUICK_REPS, QUICK_WARMUP,
-            CG_BENCH_DEFAULT_OUT, SETTLE_MS);
+            "Exit status: 0 when every check passed; 1 on a failure at run time (a check or\n"
+            "a call failed, an output could not be written, e.g. an --out that cannot be\n"
+            "made, or memory ran out); 2 on bad usage (an unknown option or a bad value).\n"
+            "Targets missed are reported, not an error.\n",
+            DEFAULT_REPS, DEFAULT_WARMUP, DEFAULT_TRAIN_REPS, QUICK_REPS, QUICK_WARMUP, DEFAULT_OUT,
+            SETTLE_MS);
 }
 
 static int parse_int(const char *s, long *out)
@@ -368,7 +329,7 @@ static int find_layer(const char *name)
 static int parse_options(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
-    o->out_dir = CG_BENCH_DEFAULT_OUT;
+    o->out_dir = DEFAULT_OUT;
     o->reps = -1;
     o->warmup = -1;
     o->train_reps = -1;
@@ -391,7 +352,10 @@ static int parse_options(int argc, char **argv, options *o)
     } while (0)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
-            exit(0);
+            exit(TOOL_EXIT_OK);
+        } else if (!strcmp(a, "--version")) {
+            printf("convgrad-bench %s\n", cg_version());
+            exit(TOOL_EXIT_OK);
         } else if (!strcmp(a, "--list")) {
             printf("%-15s %4s %4s %4s %5s %5s %2s %2s %6s %3s %3s %5s\n", "layer", "N", "H", "W",
                    "Cin", "Cout", "Kh", "Kw", "stride", "pad", "dil", "group");
@@ -400,7 +364,7 @@ static int parse_options(int argc, char **argv, options *o)
                 printf("%-15s %4d %4d %4d %5d %5d %2d %2d %6d %3d %3d %5d\n", L->name, L->n, L->h,
                        L->w, L->cin, L->cout, L->kh, L->kw, L->stride, L->pad, L->dil, L->group);
             }
-            exit(0);
+            exit(TOOL_EXIT_OK);
         } else if (!strcmp(a, "--quick")) {
             o->quick = 1;
         } else if (!strcmp(a, "--no-plots")) {
@@ -515,7 +479,7 @@ static int parse_options(int argc, char **argv, options *o)
     if (!o->fp32)
         o->train_reps = 0;
     if (!o->nmasks) {
-        int k = bench_cpu_count();
+        int k = tool_online_cpus();
         if (k > 32)
             k = 32;
         for (int c = 1; c <= k; ++c)
@@ -883,7 +847,7 @@ static void *grow_by_one(void *array, int count, int *cap, size_t size)
         *cap = *cap ? 2 * *cap : 32;
         array = realloc(array, size * (size_t)*cap);
         if (!array)
-            exit(3);
+            out_of_memory(size * (size_t)*cap);
     }
     memset((char *)array + size * (size_t)count, 0, size);
     return array;
@@ -940,7 +904,7 @@ limits g_lim;
 /* FMA limit for a run on `cores` cores (the measured figure at min(cores, CPUs) threads). */
 double fma_limit_for(int cores)
 {
-    int t = cores < bench_cpu_count() ? cores : bench_cpu_count();
+    int t = cores < tool_online_cpus() ? cores : tool_online_cpus();
     for (int i = 0; i < g_lim.n; ++i)
         if (g_lim.threads[i] == t)
             return g_lim.fma[i];
@@ -949,7 +913,7 @@ double fma_limit_for(int cores)
 
 static double sgemm_limit_for(int cores)
 {
-    int t = cores < bench_cpu_count() ? cores : bench_cpu_count();
+    int t = cores < tool_online_cpus() ? cores : tool_online_cpus();
     for (int i = 0; i < g_lim.n; ++i)
         if (g_lim.threads[i] == t)
             return g_lim.sgemm[i];
@@ -1219,7 +1183,7 @@ static void run_layer(run_state *st, int li)
     /* the runners */
     runner *rs = calloc((size_t)(NIMPL * 2 + NTRAIN) * 32, sizeof *rs);
     if (!rs)
-        exit(3);
+        out_of_memory((size_t)(NIMPL * 2 + NTRAIN) * 32 * sizeof *rs);
     int nr = 0;
     char dnn_err[200] = "";
     int any_baseline = 0;
@@ -1624,29 +1588,28 @@ int main(int argc, char **argv)
 {
     options o;
     if (parse_options(argc, argv, &o) != 0)
-        return 2;
+        return TOOL_EXIT_USAGE;
     g_progress_tty = isatty(2);
     g_reps_asked = o.reps;
     g_train_reps_asked = o.train_reps;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (mkdir_p(o.out_dir) != 0) {
-        fprintf(stderr, "convgrad-bench: cannot create %s: %s\n", o.out_dir, strerror(errno));
-        return 2;
-    }
-    {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/summary.txt", o.out_dir);
-        g_summary = fopen(path, "w");
-    }
+    /* every file goes to out (absolute): a bad --out fails here, before any work */
+    char out[4096], summary[4200];
+    if (tool_open_out("convgrad-bench", o.out_dir, argc, argv, out, sizeof out) != 0)
+        return TOOL_EXIT_FAILURE;
+    g_summary = csv_open(out, "summary.txt", summary, sizeof summary);
+    if (!g_summary)
+        return TOOL_EXIT_FAILURE;
+    int write_failures = 0;
     const double t_start = bench_now();
-    const int ncpu = bench_cpu_count();
+    const int ncpu = tool_online_cpus();
     const double load0 = load_average();
-    char model[256];
-    cpu_model(model, sizeof model);
 
+    say("convgrad-bench: %s\n", tool_build_text());
+    say("CPU: %s\n", tool_cpu_text());
     say("convgrad-bench: filter gradient, fp_/hp_conv_grad_filter_s in host mode, against its "
         "peers\n");
-    say("machine: %s, %d CPUs; load average at start %.2f\n", model, ncpu, load0);
+    say("load average at start %.2f\n", load0);
     if (load0 > 0.5 * ncpu)
         say("  !! the machine is busy (load %.2f on %d CPUs): other processes share the CPUs, "
             "figures will be low and noisy\n",
@@ -1679,7 +1642,7 @@ int main(int argc, char **argv)
             o.train_reps, o.reps);
     else
         say("training step: left out (%s)\n", o.fp32 ? "--train-reps 0" : "fp32 not run");
-    say("output: %s\n", o.out_dir);
+    say("output: %s\n", out);
 
     /* launch and barrier costs, first, while nothing else has threads */
     progress("measuring launch and barrier costs");
@@ -1731,28 +1694,33 @@ int main(int argc, char **argv)
                 want[k], want[k] == 1 ? " " : "s", fr.isa, fr.gflops, avx2, g_lim.sgemm_n, sg,
                 fr.gflops > 0 ? 100.0 * sg / fr.gflops : 0.0);
         }
-        char path[4096];
-        snprintf(path, sizeof path, "%s/limits.csv", o.out_dir);
-        FILE *f = fopen(path, "w");
+        char path[4200];
+        FILE *f = csv_open(out, "limits.csv", path, sizeof path);
         if (f) {
-            fprintf(f, "measure,threads,isa,gflops\n");
+            fprintf(f, "measure,threads,isa,gflops");
+            csv_end_row(f, 1);
             for (int k = 0; k < g_lim.n; ++k) {
-                fprintf(f, "fma_loop,%d,%s,%.3f\n", g_lim.threads[k], g_lim.fma_isa, g_lim.fma[k]);
-                fprintf(f, "fma_loop_avx2,%d,avx2+fma,%.3f\n", g_lim.threads[k], g_lim.fma_avx2[k]);
-                fprintf(f, "openblas_sgemm_%d,%d,,%.3f\n", g_lim.sgemm_n, g_lim.threads[k],
+                fprintf(f, "fma_loop,%d,%s,%.3f", g_lim.threads[k], g_lim.fma_isa, g_lim.fma[k]);
+                csv_end_row(f, 0);
+                fprintf(f, "fma_loop_avx2,%d,avx2+fma,%.3f", g_lim.threads[k], g_lim.fma_avx2[k]);
+                csv_end_row(f, 0);
+                fprintf(f, "openblas_sgemm_%d,%d,,%.3f", g_lim.sgemm_n, g_lim.threads[k],
                         g_lim.sgemm[k]);
+                csv_end_row(f, 0);
             }
-            fclose(f);
         }
-        snprintf(path, sizeof path, "%s/overhead.csv", o.out_dir);
-        f = fopen(path, "w");
+        write_failures += !f || csv_close(f, path) != 0;
+        f = csv_open(out, "overhead.csv", path, sizeof path);
         if (f) {
-            fprintf(f, "mask,cores,launch_empty_us,sys_bar_round_us,launches,rounds,ok\n");
-            for (int i = 0; i < nov; ++i)
-                fprintf(f, "0x%x,%d,%.3f,%.3f,%d,%d,%d\n", (unsigned)ov[i].mask, ov[i].cores,
+            fprintf(f, "mask,cores,launch_empty_us,sys_bar_round_us,launches,rounds,ok");
+            csv_end_row(f, 1);
+            for (int i = 0; i < nov; ++i) {
+                fprintf(f, "0x%x,%d,%.3f,%.3f,%d,%d,%d", (unsigned)ov[i].mask, ov[i].cores,
                         ov[i].launch_us, ov[i].bar_us, ov[i].launches, ov[i].rounds, ov[i].ok);
-            fclose(f);
+                csv_end_row(f, 0);
+            }
         }
+        write_failures += !f || csv_close(f, path) != 0;
     }
 
     /* the estimate */
@@ -1862,32 +1830,22 @@ int main(int argc, char **argv)
     report_targets(ov, nov);
 
     /* files */
-    write_csv(o.out_dir);
+    write_failures += write_csv(out) != 0;
     if (o.train_reps > 0)
-        write_train_csv(o.out_dir);
+        write_failures += write_train_csv(out) != 0;
     char why[256] = "";
-    int plotted = write_plots(o.out_dir, o.no_plots, why, sizeof why);
+    int plotted = write_plots(out, o.no_plots, why, sizeof why);
     const double load1 = load_average();
     char e[16];
     fmt_duration(e, sizeof e, bench_now() - t_start);
-    say("\nWrote %s/results.csv (one row per measurement), %slimits.csv, overhead.csv, "
-        "summary.txt",
-        o.out_dir, o.train_reps > 0 ? "training.csv (the training step), " : "");
-    if (plotted)
-        say(",\n  plots: gflops_<N>core(s).png (GFLOP/s by layer and implementation), "
-            "speedup.png%s\n",
-            o.train_reps > 0 ? ",\n  training_<N>core(s).png (training step GFLOP/s by layer)"
-                             : "");
-    else
-        say("\n  plots skipped: %s\n", why);
     if (o.train_reps > 0) {
         char e2[16];
         fmt_duration(e2, sizeof e2, st.train_s);
-        say("Total time %s (min:s), of which the training step's runs %s; load average at end "
+        say("\nTotal time %s (min:s), of which the training step's runs %s; load average at end "
             "%.2f\n",
             e, e2, load1);
     } else {
-        say("Total time %s (min:s); load average at end %.2f\n", e, load1);
+        say("\nTotal time %s (min:s); load average at end %.2f\n", e, load1);
     }
     if (load1 > 0.5 * ncpu)
         say("  !! the machine was busy during the run (load %.2f on %d CPUs)\n", load1, ncpu);
@@ -1897,9 +1855,23 @@ int main(int argc, char **argv)
     } else {
         say("All %d measured results checked: ok.\n", g_nresults + g_ntrain);
     }
-    if (g_summary)
-        fclose(g_summary);
+    if (write_failures)
+        say("!! %d output file%s could not be written: see the '!!' lines above. Exit status 1.\n",
+            write_failures, write_failures == 1 ? "" : "s");
+    say("Wrote %s: results.csv (one row per measurement), %slimits.csv, overhead.csv, "
+        "metadata.csv (the build and the CPU), summary.txt",
+        out, o.train_reps > 0 ? "training.csv (the training step), " : "");
+    if (plotted)
+        say(",\n  plots: gflops_<N>core(s).png (GFLOP/s by layer and implementation), "
+            "speedup.png%s\n",
+            o.train_reps > 0 ? ",\n  training_<N>core(s).png (training step GFLOP/s by layer)"
+                             : "");
+    else
+        say("\n  plots skipped: %s\n", why);
+    FILE *f = g_summary;
+    g_summary = NULL; /* say() must not write to it once closed */
+    write_failures += csv_close(f, summary) != 0;
     free(g_results);
     free(g_train);
-    return st.failures ? 1 : 0;
+    return st.failures || write_failures ? TOOL_EXIT_FAILURE : TOOL_EXIT_OK;
 }

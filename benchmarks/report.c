@@ -196,18 +196,52 @@ void print_train_table(void)
             line);
 }
 
-void write_train_csv(const char *out_dir)
+/* ---- the CSV files ------------------------------------------------------------ */
+
+FILE *csv_open(const char *out_dir, const char *name, char *path, size_t len)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/training.csv", out_dir);
+    snprintf(path, len, "%s/%s", out_dir, name);
     FILE *f = fopen(path, "w");
-    if (!f) {
-        say("  cannot write %s: %s\n", path, strerror(errno));
+    if (!f)
+        say("  !! cannot write %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+int csv_close(FILE *f, const char *path)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        say("  !! cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Every row names the CPU and the commit, so that rows of runs on other
+ * machines or at other commits stay apart when their files are put together. */
+void csv_end_row(FILE *f, int header)
+{
+    if (header) {
+        fputs(",cpu,commit\n", f);
         return;
     }
+    fputc(',', f);
+    tool_csv_field(f, tool_cpu_text());
+    fputc(',', f);
+    tool_csv_field(f, tool_commit);
+    fputc('\n', f);
+}
+
+int write_train_csv(const char *out_dir)
+{
+    char path[4096];
+    FILE *f = csv_open(out_dir, "training.csv", path, sizeof path);
+    if (!f)
+        return -1;
     fprintf(f, "layer,n,h,w,cin,cout,kh,kw,stride,pad,dilation,group,oh,ow,gflop_step,impl,mask,"
                "cores,reps,median_ms,min_ms,max_ms,gflops,fwd_ms,bwd_data_ms,bwd_weights_bias_ms,"
-               "bias_ms,ratio_vs_onednn,check,check_worst_err_over_tol,check_detail,onednn_impl\n");
+               "bias_ms,ratio_vs_onednn,check,check_worst_err_over_tol,check_detail,onednn_impl");
+    csv_end_row(f, 1);
     for (int i = 0; i < g_ntrain; ++i) {
         const train_result *r = &g_train[i];
         const bench_layer *L = &bench_layers[r->layer];
@@ -228,10 +262,11 @@ void write_train_csv(const char *out_dir)
             fprintf(f, "%.4f,", d->median_ms / r->median_ms);
         else
             fprintf(f, ",");
-        fprintf(f, "%s,%.4g,\"%s\",\"%s\"\n", r->ok ? "ok" : "FAIL", r->worst, r->check_desc,
+        fprintf(f, "%s,%.4g,\"%s\",\"%s\"", r->ok ? "ok" : "FAIL", r->worst, r->check_desc,
                 r->dnn_impl);
+        csv_end_row(f, 0);
     }
-    fclose(f);
+    return csv_close(f, path);
 }
 
 int max_cores_measured(void)
@@ -248,19 +283,17 @@ static int is_3x3_or_1x1_dense(const bench_layer *L)
     return L->group == 1 && L->kh == L->kw && (L->kh == 3 || L->kh == 1);
 }
 
-void write_csv(const char *out_dir)
+int write_csv(const char *out_dir)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/results.csv", out_dir);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        say("  cannot write %s: %s\n", path, strerror(errno));
-        return;
-    }
+    FILE *f = csv_open(out_dir, "results.csv", path, sizeof path);
+    if (!f)
+        return -1;
     fprintf(f, "layer,n,h,w,cin,cout,kh,kw,stride,pad,dilation,group,oh,ow,gflop,dtype,impl,mask,"
                "cores,reps,median_ms,min_ms,max_ms,gflops,pct_fma_limit,fma_limit_gflops,"
                "ratio_vs_onednn,speedup_vs_1core,check,check_worst_err_over_tol,check_detail,"
-               "onednn_impl,onednn_reorder_to_ohwi_ms,workspace_bytes,scratch_per_core_bytes\n");
+               "onednn_impl,onednn_reorder_to_ohwi_ms,workspace_bytes,scratch_per_core_bytes");
+    csv_end_row(f, 1);
     for (int i = 0; i < g_nresults; ++i) {
         const result *r = &g_results[i];
         const bench_layer *L = &bench_layers[r->layer];
@@ -299,14 +332,11 @@ void write_csv(const char *out_dir)
             fprintf(f, ",");
 #ifdef CG_BENCH_HAVE_SCRATCH_BYTES
         if (r->impl == IMPL_CONVGRAD)
-            fprintf(f, "%zu\n", r->scratch_bytes);
-        else
-            fprintf(f, "\n");
-#else
-        fprintf(f, "\n");
+            fprintf(f, "%zu", r->scratch_bytes);
 #endif
+        csv_end_row(f, 0);
     }
-    fclose(f);
+    return csv_close(f, path);
 }
 
 /* Plots with gnuplot: GFLOP/s by layer and implementation (at each core count), and

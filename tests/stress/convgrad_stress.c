@@ -276,13 +276,17 @@ static void usage(FILE *f)
           "  --timeout S        a case running longer than S seconds is reported as hung\n"
           "                     and ends the run (default 120)\n"
           "  --verbose          print every case as it finishes\n"
+          "  --version          print \"convgrad-stress VERSION\" (the library's) and exit\n"
           "  --help             this text\n"
           "\n"
           "Output: a progress line (updated in place on a terminal, every 10 s otherwise),\n"
           "one 'FAIL convgrad-stress --replay X:I ...' line per failure, counts by path,\n"
           "dtype and mode, and last one summary line:\n"
           "  convgrad-stress: N cases, N failures, R cases/s, T s, seed 0xX\n"
-          "Exit status: 0 if every case passed, 1 on any failure, 2 on a usage error.\n",
+          "It writes no files. Exit status: 0 if every case passed; 1 on a failure at run\n"
+          "time (a case failed or hung, a thread could not start); 2 on bad usage (an\n"
+          "unknown option or a bad value). A crash ends it by its signal, a sanitizer's\n"
+          "error with the sanitizer's exit status, each after a FAIL line naming the case.\n",
           f);
 }
 
@@ -365,7 +369,7 @@ static uint64_t clock_seed(void)
            ((uint64_t)getpid() << 32);
 }
 
-/* Returns 1 and fills o, 0 on a usage error, -1 for --help. */
+/* Returns 1 and fills o, 0 on a usage error, -1 for --help, -2 for --version. */
 static int parse_args(int argc, char **argv, options *o)
 {
     int seed_given = 0, seconds_given = 0, cases_given = 0;
@@ -379,6 +383,8 @@ static int parse_args(int argc, char **argv, options *o)
         int ok = 1, takes = 1;
         if (!strcmp(a, "--help") || !strcmp(a, "-h"))
             return -1;
+        if (!strcmp(a, "--version"))
+            return -2;
         if (!strcmp(a, "--verbose")) {
             o->verbose = 1;
             takes = 0;
@@ -780,7 +786,7 @@ static int run(const options *o)
     for (int i = 0; i < P->nworkers; ++i) {
         if (pthread_create(&P->w[i].th, NULL, worker_main, &P->w[i]) != 0) {
             fprintf(stderr, "convgrad-stress: cannot start thread %d\n", i);
-            exit(2);
+            exit(1); /* a failure at run time, not bad usage */
         }
         P->live++;
     }
@@ -802,6 +808,10 @@ int main(int argc, char **argv)
 {
     static options o; /* the signal handler reads it through g_pool */
     const int r = parse_args(argc, argv, &o);
+    if (r == -2) {
+        printf("convgrad-stress %s\n", cg_version());
+        return 0;
+    }
     if (r < 0) {
         usage(stdout);
         return 0;
