@@ -43,19 +43,76 @@ static int64_t max64(int64_t a, int64_t b)
 
 /* ---- the descriptor ---------------------------------------------------- */
 
-static int64_t output_extent(int64_t in, int64_t pad_a, int64_t pad_b, int64_t kernel,
-                             int64_t dilation, int64_t stride)
+/* The validator's words for a cg_conv2d: its own fields, never the
+ * operator's. Batches are one field; OH and OW are the output size. */
+static const cg_words CONV2D_WORDS = {
+    .field = {[CG_F_OUTPUT_BATCH] = "batch",    [CG_F_INPUT_BATCH] = "batch",
+              [CG_F_INPUT_H] = "in_h",          [CG_F_INPUT_W] = "in_w",
+              [CG_F_OUTPUT_H] = "OH",           [CG_F_OUTPUT_W] = "OW",
+              [CG_F_INPUT_CHANNEL] = "in_c",    [CG_F_OUTPUT_CHANNEL] = "out_c",
+              [CG_F_KERNEL_H] = "kernel_h",     [CG_F_KERNEL_W] = "kernel_w",
+              [CG_F_GROUP] = "groups",          [CG_F_PAD_L] = "pad_left",
+              [CG_F_PAD_U] = "pad_top",         [CG_F_DILATION_H] = "dilation_h",
+              [CG_F_DILATION_W] = "dilation_w", [CG_F_STRIDE_H] = "stride_h",
+              [CG_F_STRIDE_W] = "stride_w",     [CG_F_BUFFER_SIZE] = "the library's buffer",
+              [CG_F_PAD_D] = "pad_bottom",      [CG_F_PAD_R] = "pad_right"},
+    .x = "x and dx",
+    .dy = "y and dy",
+    .dw = "w and dw"};
+
+/* One axis of the output size, OH or OW, and the fields it comes from:
+ * input, pad before, pad after, kernel, dilation, stride. */
+typedef struct extent {
+    const char *axis; /* "height" or "width" */
+    const char *const *name;
+    const int *v;
+    int64_t padded, kernel, out; /* the padded input, the dilated kernel, OH or OW */
+} extent;
+
+static const char *const HEIGHT_FIELDS[6] = {"in_h",     "pad_top",    "pad_bottom",
+                                             "kernel_h", "dilation_h", "stride_h"};
+static const char *const WIDTH_FIELDS[6] = {"in_w",     "pad_left",   "pad_right",
+                                            "kernel_w", "dilation_w", "stride_w"};
+
+static extent extent_of(const char *axis, const char *const *name, const int *v)
 {
-    int64_t span = in + pad_a + pad_b - dilation * (kernel - 1) - 1;
-    return span < 0 ? 0 : span / stride + 1;
+    extent e = {axis, name, v, (int64_t)v[0] + v[1] + v[2], (int64_t)v[4] * (v[3] - 1) + 1, 0};
+    e.out = e.padded < e.kernel ? 0 : (e.padded - e.kernel) / v[5] + 1;
+    return e;
 }
 
-cg_status cg_conv2d_plan(const cg_conv2d *c, cg_plan *plan)
+static cg_status extent_positive(const extent *e, cg_error *err)
+{
+    if (e->out >= 1)
+        return CG_OK;
+    const char *const *n = e->name;
+    return cg_fail(err, CG_ERR_BAD_SIZE,
+                   "the output %s would be < 1: %s=%d + %s=%d + %s=%d = %lld is under the "
+                   "dilated kernel %s %lld = %s=%d*(%s=%d-1)+1",
+                   e->axis, n[0], e->v[0], n[1], e->v[1], n[2], e->v[2], (long long)e->padded,
+                   e->axis, (long long)e->kernel, n[4], e->v[4], n[3], e->v[3]);
+}
+
+/* OH and OW are GEMM dimensions: ints. */
+static cg_status extent_fits(const extent *e, cg_error *err)
+{
+    if (e->out <= INT_MAX)
+        return CG_OK;
+    const char *const *n = e->name;
+    return cg_fail(err, CG_ERR_OVERFLOW,
+                   "the output %s %lld = (%s=%d + %s=%d + %s=%d - %lld)/%s=%d + 1 exceeds INT_MAX",
+                   e->axis, (long long)e->out, n[0], e->v[0], n[1], e->v[1], n[2], e->v[2],
+                   (long long)e->kernel, n[5], e->v[5]);
+}
+
+cg_status cg_conv2d_plan(const cg_conv2d *c, cg_plan *plan, cg_error *err)
 {
     if (!c)
-        return CG_ERR_NULL_POINTER;
+        return cg_fail(err, CG_ERR_NULL_POINTER, "conv is NULL");
     if (c->layout != CG_LAYOUT_NHWC && c->layout != CG_LAYOUT_NCHW)
-        return CG_ERR_BAD_LAYOUT;
+        return cg_fail(err, CG_ERR_BAD_LAYOUT,
+                       "layout=%d is neither CG_LAYOUT_NHWC (0) nor CG_LAYOUT_NCHW (1)",
+                       (int)c->layout);
     /* the operator's rules, on its parameters; the output size comes after */
     ConvParameter p = {.output_batch_ = c->batch,
                        .input_batch_ = c->batch,
@@ -77,40 +134,49 @@ cg_status cg_conv2d_plan(const cg_conv2d *c, cg_plan *plan)
                        .buffer_size_ = INT_MAX,
                        .pad_d_ = c->pad_bottom,
                        .pad_r_ = c->pad_right};
-    cg_status s = cg_plan_make(&p, sizeof(float), plan);
+    cg_status s = cg_plan_check(&p, sizeof(float), &CONV2D_WORDS, plan, err);
     if (s != CG_OK)
         return s;
-    int64_t oh =
-        output_extent(c->in_h, c->pad_top, c->pad_bottom, c->kernel_h, c->dilation_h, c->stride_h);
-    int64_t ow =
-        output_extent(c->in_w, c->pad_left, c->pad_right, c->kernel_w, c->dilation_w, c->stride_w);
-    if (oh < 1 || ow < 1)
-        return CG_ERR_BAD_SIZE;
-    /* image planes are GEMM leading dimensions (int); oh, ow < 2^33, so
-     * their product fits once each is known to fit in int */
-    if (oh > INT_MAX || ow > INT_MAX || oh * ow > INT_MAX || (int64_t)c->in_h * c->in_w > INT_MAX)
-        return CG_ERR_OVERFLOW;
-    p.output_h_ = (int)oh;
-    p.output_w_ = (int)ow;
-    return cg_plan_make(&p, sizeof(float), plan);
+    const int hv[6] = {c->in_h, c->pad_top, c->pad_bottom, c->kernel_h, c->dilation_h, c->stride_h};
+    const int wv[6] = {c->in_w, c->pad_left, c->pad_right, c->kernel_w, c->dilation_w, c->stride_w};
+    const extent h = extent_of("height", HEIGHT_FIELDS, hv),
+                 w = extent_of("width", WIDTH_FIELDS, wv);
+    s = extent_positive(&h, err);
+    s = s != CG_OK ? s : extent_positive(&w, err);
+    s = s != CG_OK ? s : extent_fits(&h, err);
+    s = s != CG_OK ? s : extent_fits(&w, err);
+    if (s != CG_OK)
+        return s;
+    /* image planes are GEMM leading dimensions (int); OH, OW <= INT_MAX here,
+     * so their product fits int64 */
+    if (h.out * w.out > INT_MAX)
+        return cg_fail(err, CG_ERR_OVERFLOW, "the output plane OH=%lld * OW=%lld exceeds INT_MAX",
+                       (long long)h.out, (long long)w.out);
+    if ((int64_t)c->in_h * c->in_w > INT_MAX)
+        return cg_fail(err, CG_ERR_OVERFLOW, "the input plane in_h=%d * in_w=%d exceeds INT_MAX",
+                       c->in_h, c->in_w);
+    p.output_h_ = (int)h.out;
+    p.output_w_ = (int)w.out;
+    return cg_plan_check(&p, sizeof(float), &CONV2D_WORDS, plan, err);
 }
 
 CG_API cg_status cg_conv2d_check(const cg_conv2d *conv)
 {
     cg_plan plan;
-    return cg_conv2d_plan(conv, &plan);
+    cg_error err;
+    return cg_record(cg_conv2d_plan(conv, &plan, &err), &err);
 }
 
 CG_API int cg_conv2d_output_h(const cg_conv2d *conv)
 {
     cg_plan plan;
-    return cg_conv2d_plan(conv, &plan) == CG_OK ? (int)plan.out_h : 0;
+    return cg_conv2d_plan(conv, &plan, NULL) == CG_OK ? (int)plan.out_h : 0;
 }
 
 CG_API int cg_conv2d_output_w(const cg_conv2d *conv)
 {
     cg_plan plan;
-    return cg_conv2d_plan(conv, &plan) == CG_OK ? (int)plan.out_w : 0;
+    return cg_conv2d_plan(conv, &plan, NULL) == CG_OK ? (int)plan.out_w : 0;
 }
 
 /* ---- tensors, taps and tiles ------------------------------------------ */
@@ -303,6 +369,7 @@ typedef struct job {
     const float *partial[MAX_CORES]; /* weights: each core's partial dw */
     const float *phase_w;            /* data: w by stride phase, in core 0's scratch */
     cg_status status;                /* of the whole launch, set by logical core 0 */
+    cg_error *err;                   /* the caller's: logical core 0 says there what failed */
 } job;
 
 /* The forward's and the input gradient's GEMMs (OpenBLAS) run best on
@@ -321,14 +388,15 @@ static int64_t rows_per_tile(const job *jb, int64_t width, int64_t rows, int64_t
 /* The calling core's scratch: `ints` int64s, then `floats` floats. Every
  * core of the launch learns whether all got theirs before anything is
  * written, so a failure leaves the outputs untouched. */
-static int core_scratch(const job *jb, int64_t ints, int64_t floats, int64_t **int_part,
-                        float **float_part)
+static cg_status core_scratch(const job *jb, int64_t ints, int64_t floats, int64_t **int_part,
+                              float **float_part, cg_error *err)
 {
     size_t bytes = (size_t)ints * sizeof(int64_t) + (size_t)floats * sizeof(float);
-    void *mem = bytes ? cm_core_scratch(bytes) : NULL;
+    void *mem;
+    cg_status s = cm_scratch_all(jb->core_mask, bytes, &mem, err);
     *int_part = mem;
     *float_part = mem ? (float *)((int64_t *)mem + ints) : NULL;
-    return cm_bar_all(jb->core_mask, !bytes || mem);
+    return s;
 }
 
 /* ---- forward and weight gradient: tiles of output pixels -------------- */
@@ -463,7 +531,7 @@ static void reduce_weights(const job *jb, int rank)
         cg_reduce_partials(jb->out + begin, jb->partial, parts, begin, end);
 }
 
-static cg_status output_pixels_core(job *jb, int rank)
+static cg_status output_pixels_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
     const int weights = jb->op == CG_CONV2D_BACKWARD_WEIGHTS,
@@ -480,7 +548,7 @@ static cg_status output_pixels_core(job *jb, int rank)
     int64_t floats = first < last ? tile_rows * (width + spare_width) : 0;
     if (own_partial && first < last)
         floats += (int64_t)p->dw_elems;
-    if (!core_scratch(jb, p->kernel_h + p->kernel_w, floats, &offs, &col))
+    if (core_scratch(jb, p->kernel_h + p->kernel_w, floats, &offs, &col, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     float *after_tiles = first < last ? col + tile_rows * (width + spare_width) : NULL;
     float *dw = own_partial ? after_tiles : jb->out;
@@ -724,7 +792,7 @@ static void data_pixels(const job *jb, const data_tables *dt, int64_t first, int
             }
 }
 
-static cg_status data_core(job *jb, int rank)
+static cg_status data_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
     data_tables dt;
@@ -745,7 +813,7 @@ static cg_status data_core(job *jb, int rank)
         floats += (int64_t)p->dw_elems;
     int64_t *ints;
     float *mem;
-    if (!core_scratch(jb, ints_h + ints_w, floats, &ints, &mem))
+    if (core_scratch(jb, ints_h + ints_w, floats, &ints, &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     build_phases(&dt.h, ints, p->kernel_h, p->dil_h, p->pad_u, p->stride_h, p->in_h);
     build_phases(&dt.w, ints + ints_h, p->kernel_w, p->dil_w, p->pad_l, p->stride_w, p->in_w);
@@ -763,7 +831,7 @@ static cg_status data_core(job *jb, int rank)
 /* ---- bias gradient: blocks of channels -------------------------------- */
 
 /* Sums in double: dy has N*OH*OW terms per channel, too many for float. */
-static cg_status bias_core(job *jb, int rank)
+static cg_status bias_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
     const int64_t plane = p->out_h * p->out_w, blocks = (p->cout + LINE_FLOATS - 1) / LINE_FLOATS;
@@ -773,7 +841,7 @@ static cg_status bias_core(job *jb, int rank)
     int64_t *unused;
     float *mem;
     /* doubles, counted as pairs of floats */
-    if (!core_scratch(jb, 0, 2 * max64(0, c1 - c0), &unused, &mem))
+    if (core_scratch(jb, 0, 2 * max64(0, c1 - c0), &unused, &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     if (c0 >= c1)
         return CG_OK;
@@ -877,7 +945,7 @@ static void depthwise_data(const job *jb, const float *by_tap, const float **row
 }
 
 /* Forward and input gradient, split by pixels. */
-static cg_status depthwise_core(job *jb, int rank)
+static cg_status depthwise_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
     const int forward = jb->op == CG_CONV2D_FORWARD;
@@ -886,7 +954,8 @@ static cg_status depthwise_core(job *jb, int rank)
     float *by_tap;
     cg_split_range(pixels, rank, jb->members, &first, &last);
     const int some = first < last; /* pointers are int64-sized here */
-    if (!core_scratch(jb, some ? p->taps : 0, some ? p->taps * p->cout : 0, &rows, &by_tap))
+    if (core_scratch(jb, some ? p->taps : 0, some ? p->taps * p->cout : 0, &rows, &by_tap, err) !=
+        CG_OK)
         return CG_ERR_NO_MEMORY;
     if (!some)
         return CG_OK;
@@ -900,7 +969,7 @@ static cg_status depthwise_core(job *jb, int rank)
 
 /* The weight gradient with the operator's depthwise kernel (dilation 1),
  * into per-core partials [channel][tap]. */
-static cg_status depthwise_weights_core(job *jb, int rank)
+static cg_status depthwise_weights_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
     const int64_t block = min64(p->cout, CG_DEPTHWISE_MAX_BLOCK);
@@ -909,7 +978,7 @@ static cg_status depthwise_weights_core(job *jb, int rank)
     cg_split_range(p->rows, rank, jb->members, &first, &last);
     const int own_partial = jb->members > 1;
     int64_t floats = first < last ? p->taps * block + (own_partial ? (int64_t)p->dw_elems : 0) : 0;
-    if (!core_scratch(jb, 0, floats, &unused, &acc))
+    if (core_scratch(jb, 0, floats, &unused, &acc, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     float *dw = !own_partial ? jb->out : first < last ? acc + p->taps * block : NULL;
     jb->partial[rank] = dw;
@@ -929,32 +998,47 @@ static void core_entry(void *arg)
 {
     job *jb = arg;
     int rank = GetLogicCoreId(jb->core_mask, get_core_id());
+    cg_error mine; /* the other cores' copy of the same error */
+    cg_error *err = rank == 0 ? jb->err : &mine;
     cg_status s = CG_OK;
     const int depthwise = depthwise_nhwc(jb);
     switch (jb->op) {
     case CG_CONV2D_FORWARD:
-        s = depthwise ? depthwise_core(jb, rank) : output_pixels_core(jb, rank);
+        s = depthwise ? depthwise_core(jb, rank, err) : output_pixels_core(jb, rank, err);
         break;
     case CG_CONV2D_BACKWARD_WEIGHTS:
-        s = depthwise && jb->plan.path == CG_PATH_DEPTHWISE ? depthwise_weights_core(jb, rank)
-                                                            : output_pixels_core(jb, rank);
+        s = depthwise && jb->plan.path == CG_PATH_DEPTHWISE ? depthwise_weights_core(jb, rank, err)
+                                                            : output_pixels_core(jb, rank, err);
         break;
     case CG_CONV2D_BACKWARD_DATA:
-        s = depthwise ? depthwise_core(jb, rank) : data_core(jb, rank);
+        s = depthwise ? depthwise_core(jb, rank, err) : data_core(jb, rank, err);
         break;
     case CG_CONV2D_BACKWARD_BIAS:
-        s = bias_core(jb, rank);
+        s = bias_core(jb, rank, err);
         break;
     }
     if (rank == 0)
         jb->status = s;
 }
 
-cg_status cg_conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0, const float *in1,
-                        const float *bias, float *out, int core_mask, int64_t tile_rows)
+/* By operation: the public function's name, and its tensor arguments (in0,
+ * in1, out; NULL: not taken). */
+static const char *const FUNCTION_NAMES[] = {"cg_conv2d_forward", "cg_conv2d_backward_data",
+                                             "cg_conv2d_backward_weights",
+                                             "cg_conv2d_backward_bias"};
+static const char *const ARGUMENT_NAMES[][3] = {
+    {"x", "w", "y"}, {"dy", "w", "dx"}, {"x", "dy", "dw"}, {"dy", NULL, "db"}};
+
+static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0,
+                            const float *in1, const float *bias, float *out, int core_mask,
+                            int64_t tile_rows, cg_error *err)
 {
-    if (!conv || !in0 || (op != CG_CONV2D_BACKWARD_BIAS && !in1) || !out)
-        return CG_ERR_NULL_POINTER;
+    const char *const *arg = ARGUMENT_NAMES[op];
+    const char *const names[] = {"conv", arg[0], arg[1], arg[2]};
+    const void *const ptrs[] = {conv, in0, in1, out};
+    cg_status s = cg_require(ptrs, names, 4, err);
+    if (s != CG_OK)
+        return s;
     job jb = {.op = op,
               .nchw = conv->layout == CG_LAYOUT_NCHW,
               .in0 = in0,
@@ -962,41 +1046,52 @@ cg_status cg_conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0
               .bias = bias,
               .out = out,
               .core_mask = core_mask,
-              .tile_rows = tile_rows};
-    cg_status s = cg_conv2d_plan(conv, &jb.plan);
+              .tile_rows = tile_rows,
+              .err = err};
+    s = cg_conv2d_plan(conv, &jb.plan, err);
     if (s != CG_OK)
         return s;
     /* host mode only: the library launches the cores itself */
-    if (core_mask == 0 || get_core_id() >= 0)
-        return CG_ERR_CORE_MASK;
+    const int core = get_core_id();
+    if (core >= 0)
+        return cg_fail(err, CG_ERR_INSIDE_LAUNCH,
+                       "%s was called on emulated core %d: call cg_conv2d_* from an ordinary "
+                       "thread",
+                       FUNCTION_NAMES[op], core);
+    if (core_mask == 0)
+        return cg_fail(err, CG_ERR_CORE_MASK, "core_mask is 0");
     jb.members = GetCoreNum(core_mask);
-    int rc = core_mask_launch(core_mask, core_entry, &jb);
-    return rc != 0 ? (cg_status)rc : jb.status;
+    s = cm_run(core_mask, core_entry, &jb, err);
+    return s != CG_OK ? s : jb.status;
+}
+
+cg_status cg_conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0, const float *in1,
+                        const float *bias, float *out, int core_mask, int64_t tile_rows)
+{
+    cg_error err;
+    return cg_record(conv2d_run(op, conv, in0, in1, bias, out, core_mask, tile_rows, &err), &err);
 }
 
 CG_API cg_status cg_conv2d_forward(const cg_conv2d *conv, const float *x, const float *w,
                                    const float *b, float *y, int core_mask)
 {
-    return cg_record_status(cg_conv2d_run(CG_CONV2D_FORWARD, conv, x, w, b, y, core_mask, 0));
+    return cg_conv2d_run(CG_CONV2D_FORWARD, conv, x, w, b, y, core_mask, 0);
 }
 
 CG_API cg_status cg_conv2d_backward_data(const cg_conv2d *conv, const float *dy, const float *w,
                                          float *dx, int core_mask)
 {
-    return cg_record_status(
-        cg_conv2d_run(CG_CONV2D_BACKWARD_DATA, conv, dy, w, NULL, dx, core_mask, 0));
+    return cg_conv2d_run(CG_CONV2D_BACKWARD_DATA, conv, dy, w, NULL, dx, core_mask, 0);
 }
 
 CG_API cg_status cg_conv2d_backward_weights(const cg_conv2d *conv, const float *x, const float *dy,
                                             float *dw, int core_mask)
 {
-    return cg_record_status(
-        cg_conv2d_run(CG_CONV2D_BACKWARD_WEIGHTS, conv, x, dy, NULL, dw, core_mask, 0));
+    return cg_conv2d_run(CG_CONV2D_BACKWARD_WEIGHTS, conv, x, dy, NULL, dw, core_mask, 0);
 }
 
 CG_API cg_status cg_conv2d_backward_bias(const cg_conv2d *conv, const float *dy, float *db,
                                          int core_mask)
 {
-    return cg_record_status(
-        cg_conv2d_run(CG_CONV2D_BACKWARD_BIAS, conv, dy, NULL, NULL, db, core_mask, 0));
+    return cg_conv2d_run(CG_CONV2D_BACKWARD_BIAS, conv, dy, NULL, NULL, db, core_mask, 0);
 }

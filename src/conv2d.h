@@ -15,11 +15,14 @@ typedef enum cg_conv2d_op {
 } cg_conv2d_op;
 
 /* Validates conv and fills plan with its shape (output size computed, the
- * ConvParameter rules applied). */
-cg_status cg_conv2d_plan(const cg_conv2d *conv, cg_plan *plan);
+ * ConvParameter rules applied); err (may be NULL) says what is wrong in
+ * cg_conv2d's own words. */
+cg_status cg_conv2d_plan(const cg_conv2d *conv, cg_plan *plan, cg_error *err);
 
-/* One operation on core_mask. tile_rows > 0 forces the rows of each tile
- * (tests use it to reach tile edges); 0 lets the library choose. */
+/* One operation on core_mask, recorded for cg_last_status() and
+ * cg_last_error_detail() as the public functions do. tile_rows > 0 forces
+ * the rows of each tile (tests use it to reach tile edges); 0 lets the
+ * library choose. */
 cg_status cg_conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0, const float *in1,
                         const float *bias, float *out, int core_mask, int64_t tile_rows);
 #endif

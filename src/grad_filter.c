@@ -24,7 +24,8 @@ typedef struct call {
     void *out_dw;
     float *workspace;
     int core_mask, core_num;
-    cg_status status; /* of the whole launch, set by logical core 0 */
+    cg_status status; /* of the whole launch (host mode), set by logical core 0 */
+    cg_error *err;    /* the caller's: logical core 0 says there what failed */
 } call;
 
 static int64_t min64(int64_t a, int64_t b)
@@ -79,11 +80,13 @@ static void finish_into_out(const call *c, size_t first, const float *sum, size_
 }
 
 static cg_status validate(const void *dy, const void *x, const void *out_dw, const ConvParameter *p,
-                          size_t dtype_size, cg_plan *plan)
+                          size_t dtype_size, cg_plan *plan, cg_error *err)
 {
-    if (!dy || !x || !out_dw || !p || !p->workspace_)
-        return CG_ERR_NULL_POINTER;
-    return cg_plan_make(p, dtype_size, plan);
+    static const char *const names[] = {"input_dy", "input_x", "out_dw", "conv_param",
+                                        "conv_param->workspace_"};
+    const void *const ptrs[] = {dy, x, out_dw, p, p ? p->workspace_ : NULL};
+    cg_status s = cg_require(ptrs, names, 5, err);
+    return s != CG_OK ? s : cg_plan_check(p, dtype_size, &cg_operator_words, plan, err);
 }
 
 /* ---- `_s`: one core's share ------------------------------------------ */
@@ -215,14 +218,15 @@ static void reduce_slice(const call *c, int rank)
     }
 }
 
-static cg_status shared_core(const call *c, int rank)
+static cg_status shared_core(const call *c, int rank, cg_error *err)
 {
     const cg_plan *p = &c->plan;
     shared_share s = plan_share(p, rank, c->core_num);
-    float *scratch = s.scratch_bytes ? cm_core_scratch(s.scratch_bytes) : NULL;
+    void *mem;
     /* every core agrees before anything is written */
-    if (!cm_bar_all(c->core_mask, !s.scratch_bytes || scratch))
+    if (cm_scratch_all(c->core_mask, s.scratch_bytes, &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
+    float *scratch = mem;
     float *partial = c->workspace + (size_t)rank * p->dw_elems;
     if (s.by_columns) {
         compute_and_finish_columns(c, &s, scratch, partial);
@@ -240,33 +244,39 @@ static void shared_entry(void *arg)
 {
     call *c = arg;
     int rank = GetLogicCoreId(c->core_mask, get_core_id());
-    cg_status s = shared_core(c, rank);
+    cg_error mine; /* the other cores' copy of the same error */
+    cg_status s = shared_core(c, rank, rank == 0 ? c->err : &mine);
     if (rank == 0)
         c->status = s;
 }
 
 static cg_status grad_filter_shared(const void *dy, const void *x, void *out_dw, const void *bias,
-                                    const ConvParameter *p, int core_mask, size_t dtype_size)
+                                    const ConvParameter *p, int core_mask, size_t dtype_size,
+                                    cg_error *err)
 {
-    call c = {.dy = dy, .x = x, .bias = bias, .out_dw = out_dw, .core_mask = core_mask};
-    cg_status s = validate(dy, x, out_dw, p, dtype_size, &c.plan);
+    call c = {.dy = dy, .x = x, .bias = bias, .out_dw = out_dw, .core_mask = core_mask, .err = err};
+    cg_status s = validate(dy, x, out_dw, p, dtype_size, &c.plan, err);
     if (s != CG_OK)
         return s;
     if (core_mask == 0)
-        return CG_ERR_CORE_MASK;
+        return cg_fail(err, CG_ERR_CORE_MASK, "core_mask is 0");
     c.workspace = p->workspace_;
     c.core_num = GetCoreNum(core_mask);
     int id = get_core_id();
     if (id < 0) { /* host mode: run the cores ourselves */
-        int rc = core_mask_launch(core_mask, shared_entry, &c);
-        return rc != 0 ? (cg_status)rc : c.status;
+        s = cm_run(core_mask, shared_entry, &c, err);
+        return s != CG_OK ? s : c.status;
     }
     /* SPMD mode: every core of core_mask is already here */
-    if ((uint32_t)core_mask & ~(uint32_t)cm_launch_mask())
-        return CG_ERR_CORE_MASK;
+    const uint32_t launch = (uint32_t)cm_launch_mask(), outside = (uint32_t)core_mask & ~launch;
+    if (outside)
+        return cg_fail(err, CG_ERR_CORE_MASK,
+                       "core_mask 0x%08x names cores 0x%08x outside the calling launch's mask "
+                       "0x%08x",
+                       (unsigned)core_mask, (unsigned)outside, (unsigned)launch);
     if (!((uint32_t)core_mask & (1u << id)))
         return CG_OK; /* this core is not one of core_mask's */
-    return shared_core(&c, GetLogicCoreId(core_mask, id));
+    return shared_core(&c, GetLogicCoreId(core_mask, id), err);
 }
 
 CG_API size_t cg_grad_filter_scratch_bytes(const ConvParameter *p, int core_mask)
@@ -337,10 +347,10 @@ static void grad_filter_private_general(const call *c)
 }
 
 static cg_status grad_filter_private(const void *dy, const void *x, void *out_dw, const void *bias,
-                                     const ConvParameter *p, size_t dtype_size)
+                                     const ConvParameter *p, size_t dtype_size, cg_error *err)
 {
     call c = {.dy = dy, .x = x, .bias = bias, .out_dw = out_dw, .core_num = 1};
-    cg_status s = validate(dy, x, out_dw, p, dtype_size, &c.plan);
+    cg_status s = validate(dy, x, out_dw, p, dtype_size, &c.plan, err);
     if (s != CG_OK)
         return s;
     c.workspace = p->workspace_;
@@ -353,36 +363,46 @@ static cg_status grad_filter_private(const void *dy, const void *x, void *out_dw
 
 /* ---- Public entry points ---------------------------------------------- */
 
+static cg_status recorded_shared(const void *dy, const void *x, void *out_dw, const void *bias,
+                                 const ConvParameter *p, int core_mask, size_t dtype_size)
+{
+    cg_error err;
+    return cg_record(grad_filter_shared(dy, x, out_dw, bias, p, core_mask, dtype_size, &err), &err);
+}
+
+static cg_status recorded_private(const void *dy, const void *x, void *out_dw, const void *bias,
+                                  const ConvParameter *p, size_t dtype_size)
+{
+    cg_error err;
+    return cg_record(grad_filter_private(dy, x, out_dw, bias, p, dtype_size, &err), &err);
+}
+
 CG_API cg_status cg_fp_conv_grad_filter_s(const float *input_dy, const float *input_x,
                                           float *out_dw, const float *bias,
                                           const ConvParameter *conv_param, int core_mask)
 {
-    return cg_record_status(
-        grad_filter_shared(input_dy, input_x, out_dw, bias, conv_param, core_mask, sizeof(float)));
+    return recorded_shared(input_dy, input_x, out_dw, bias, conv_param, core_mask, sizeof(float));
 }
 
 CG_API cg_status cg_hp_conv_grad_filter_s(const float16 *input_dy, const float16 *input_x,
                                           float16 *out_dw, const float16 *bias,
                                           const ConvParameter *conv_param, int core_mask)
 {
-    return cg_record_status(grad_filter_shared(input_dy, input_x, out_dw, bias, conv_param,
-                                               core_mask, sizeof(float16)));
+    return recorded_shared(input_dy, input_x, out_dw, bias, conv_param, core_mask, sizeof(float16));
 }
 
 CG_API cg_status cg_fp_conv_grad_filter_p(const float *input_dy, const float *input_x,
                                           float *out_dw, const float *bias,
                                           const ConvParameter *conv_param)
 {
-    return cg_record_status(
-        grad_filter_private(input_dy, input_x, out_dw, bias, conv_param, sizeof(float)));
+    return recorded_private(input_dy, input_x, out_dw, bias, conv_param, sizeof(float));
 }
 
 CG_API cg_status cg_hp_conv_grad_filter_p(const float16 *input_dy, const float16 *input_x,
                                           float16 *out_dw, const float16 *bias,
                                           const ConvParameter *conv_param)
 {
-    return cg_record_status(
-        grad_filter_private(input_dy, input_x, out_dw, bias, conv_param, sizeof(float16)));
+    return recorded_private(input_dy, input_x, out_dw, bias, conv_param, sizeof(float16));
 }
 
 CG_API void fp_conv_grad_filter_s(float *input_dy, float *input_x, float *out_dw, float *bias,

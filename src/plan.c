@@ -3,8 +3,6 @@
 
 #include <limits.h>
 
-#include "status.h"
-
 /* Per-core im2col scratch of `_s` stays near this size (bytes). */
 enum { SHARED_TILE_TARGET_BYTES = 2 << 20 };
 /* Columns split among cores in chunks of whole vectors of the GEMM kernels,
@@ -17,53 +15,126 @@ static int mul_ok(size_t a, size_t b, size_t *out)
     return !__builtin_mul_overflow(a, b, out);
 }
 
-static int any_below(int limit, const int *v, int n)
+const cg_words cg_operator_words = {
+    .field = {"output_batch_", "input_batch_",   "input_h_",        "input_w_",    "output_h_",
+              "output_w_",     "input_channel_", "output_channel_", "kernel_h_",   "kernel_w_",
+              "group_",        "pad_l_",         "pad_u_",          "dilation_h_", "dilation_w_",
+              "stride_h_",     "stride_w_",      "buffer_size_",    "pad_d_",      "pad_r_"},
+    .x = "input_x",
+    .dy = "input_dy",
+    .dw = "out_dw",
+    .has_buffer = 1};
+
+static const cg_field SIZES[] = {
+    CG_F_OUTPUT_BATCH, CG_F_INPUT_BATCH,   CG_F_INPUT_H,        CG_F_INPUT_W,  CG_F_OUTPUT_H,
+    CG_F_OUTPUT_W,     CG_F_INPUT_CHANNEL, CG_F_OUTPUT_CHANNEL, CG_F_KERNEL_H, CG_F_KERNEL_W};
+static const cg_field GROUP[] = {CG_F_GROUP};
+static const cg_field STRIDES[] = {CG_F_STRIDE_H, CG_F_STRIDE_W};
+static const cg_field DILATIONS[] = {CG_F_DILATION_H, CG_F_DILATION_W};
+static const cg_field PADS[] = {CG_F_PAD_L, CG_F_PAD_U, CG_F_PAD_D, CG_F_PAD_R};
+static const cg_field X_DIMS[] = {CG_F_INPUT_BATCH, CG_F_INPUT_H, CG_F_INPUT_W, CG_F_INPUT_CHANNEL};
+static const cg_field DY_DIMS[] = {CG_F_OUTPUT_BATCH, CG_F_OUTPUT_H, CG_F_OUTPUT_W,
+                                   CG_F_OUTPUT_CHANNEL};
+#define COUNT(a) ((int)(sizeof(a) / sizeof *(a)))
+
+/* s naming the first of fields[0..n) whose value is under `least`, or CG_OK. */
+static cg_status at_least(const int *v, const cg_words *w, const cg_field *fields, int n, int least,
+                          cg_status s, cg_error *err)
 {
     for (int i = 0; i < n; i++)
-        if (v[i] < limit)
-            return 1;
-    return 0;
+        if (v[fields[i]] < least)
+            return cg_fail(err, s, "%s=%d must be >= %d", w->field[fields[i]], v[fields[i]], least);
+    return CG_OK;
 }
 
-static cg_status check_fields(const ConvParameter *p)
+static cg_status divides(const int *v, const cg_words *w, cg_field channels, cg_error *err)
 {
-    const int sizes[] = {p->output_batch_, p->input_batch_, p->input_h_,       p->input_w_,
-                         p->output_h_,     p->output_w_,    p->input_channel_, p->output_channel_,
-                         p->kernel_h_,     p->kernel_w_};
-    const int pads[] = {p->pad_l_, p->pad_u_, p->pad_d_, p->pad_r_};
-    if (any_below(1, sizes, (int)(sizeof sizes / sizeof *sizes)))
-        return CG_ERR_BAD_SIZE;
-    if (p->input_batch_ != p->output_batch_)
-        return CG_ERR_BATCH_MISMATCH;
-    if (p->group_ < 1 || p->input_channel_ % p->group_ || p->output_channel_ % p->group_)
-        return CG_ERR_BAD_GROUP;
-    if (p->stride_h_ < 1 || p->stride_w_ < 1)
-        return CG_ERR_BAD_STRIDE;
-    if (p->dilation_h_ < 1 || p->dilation_w_ < 1)
-        return CG_ERR_BAD_DILATION;
-    if (any_below(0, pads, 4))
-        return CG_ERR_BAD_PAD;
-    return CG_OK;
+    if (v[channels] % v[CG_F_GROUP] == 0)
+        return CG_OK;
+    return cg_fail(err, CG_ERR_BAD_GROUP, "%s=%d does not divide %s=%d", w->field[CG_F_GROUP],
+                   v[CG_F_GROUP], w->field[channels], v[channels]);
+}
+
+/* v: p's int fields by cg_field. The first failing rule wins, in this order. */
+static cg_status check_fields(const int *v, const cg_words *w, cg_error *err)
+{
+    cg_status s = at_least(v, w, SIZES, COUNT(SIZES), 1, CG_ERR_BAD_SIZE, err);
+    if (s == CG_OK && v[CG_F_INPUT_BATCH] != v[CG_F_OUTPUT_BATCH])
+        s = cg_fail(err, CG_ERR_BATCH_MISMATCH, "%s=%d differs from %s=%d",
+                    w->field[CG_F_INPUT_BATCH], v[CG_F_INPUT_BATCH], w->field[CG_F_OUTPUT_BATCH],
+                    v[CG_F_OUTPUT_BATCH]);
+    if (s == CG_OK)
+        s = at_least(v, w, GROUP, 1, 1, CG_ERR_BAD_GROUP, err);
+    if (s == CG_OK)
+        s = divides(v, w, CG_F_INPUT_CHANNEL, err);
+    if (s == CG_OK)
+        s = divides(v, w, CG_F_OUTPUT_CHANNEL, err);
+    if (s == CG_OK)
+        s = at_least(v, w, STRIDES, COUNT(STRIDES), 1, CG_ERR_BAD_STRIDE, err);
+    if (s == CG_OK)
+        s = at_least(v, w, DILATIONS, COUNT(DILATIONS), 1, CG_ERR_BAD_DILATION, err);
+    if (s == CG_OK)
+        s = at_least(v, w, PADS, COUNT(PADS), 0, CG_ERR_BAD_PAD, err);
+    return s;
+}
+
+/* The tensor's byte count, the product of its four dims times `bytes`, must
+ * be addressable (fit ptrdiff_t). */
+static cg_status bytes_fit(const int *v, const cg_words *w, const char *tensor,
+                           const cg_field *dims, size_t bytes, cg_error *err)
+{
+    size_t n = bytes;
+    int ok = 1;
+    for (int i = 0; i < 4; i++)
+        ok = ok && mul_ok(n, (size_t)v[dims[i]], &n);
+    if (ok && n <= PTRDIFF_MAX)
+        return CG_OK;
+    return cg_fail(err, CG_ERR_OVERFLOW,
+                   "the byte count of %s, %s=%d * %s=%d * %s=%d * %s=%d * %zu, exceeds PTRDIFF_MAX",
+                   tensor, w->field[dims[0]], v[dims[0]], w->field[dims[1]], v[dims[1]],
+                   w->field[dims[2]], v[dims[2]], w->field[dims[3]], v[dims[3]], bytes);
 }
 
 /* Every tensor's byte count must fit in size_t (and in ptrdiff_t, for
  * pointer arithmetic); the buffer lower bound must fit in int. */
-static cg_status check_counts(const ConvParameter *p, size_t dtype_size, const cg_plan *plan)
+static cg_status check_counts(const int *v, const cg_words *w, size_t dtype_size,
+                              const cg_plan *plan, cg_error *err)
 {
-    size_t x, dy, dw, bytes, bound;
-    int ok = mul_ok((size_t)p->input_batch_, (size_t)p->input_h_, &x) &&
-             mul_ok(x, (size_t)p->input_w_, &x) && mul_ok(x, (size_t)p->input_channel_, &x) &&
-             mul_ok(x, sizeof(float), &bytes) && bytes <= PTRDIFF_MAX;
-    ok = ok && mul_ok((size_t)p->output_batch_, (size_t)p->output_h_, &dy) &&
-         mul_ok(dy, (size_t)p->output_w_, &dy) && mul_ok(dy, (size_t)p->output_channel_, &dy) &&
-         mul_ok(dy, sizeof(float), &bytes) && bytes <= PTRDIFF_MAX;
+    cg_status s = bytes_fit(v, w, w->x, X_DIMS, sizeof(float), err);
+    if (s == CG_OK)
+        s = bytes_fit(v, w, w->dy, DY_DIMS, sizeof(float), err);
+    if (s != CG_OK)
+        return s;
     /* 32 partials of dw must be addressable: the most `_s` can ask for */
-    ok = ok && mul_ok((size_t)plan->cout, (size_t)plan->taps, &dw) &&
-         mul_ok(dw, (size_t)plan->cin_g, &dw) && mul_ok(dw, 32 * sizeof(float), &bytes) &&
-         bytes <= PTRDIFF_MAX;
-    ok = ok && mul_ok((size_t)plan->taps, (size_t)plan->cin_g, &bound) &&
-         mul_ok(bound, 2 * dtype_size, &bound) && bound <= INT_MAX;
-    return ok ? CG_OK : CG_ERR_OVERFLOW;
+    size_t dw, bytes, bound;
+    if (!(mul_ok((size_t)plan->cout, (size_t)plan->taps, &dw) &&
+          mul_ok(dw, (size_t)plan->cin_g, &dw) && mul_ok(dw, 32 * sizeof(float), &bytes) &&
+          bytes <= PTRDIFF_MAX))
+        return cg_fail(err, CG_ERR_OVERFLOW,
+                       "the byte count of 32 float partials of %s, %s=%d * %s=%d * %s=%d * "
+                       "(%s=%d / %s=%d) * 32 * 4, exceeds PTRDIFF_MAX",
+                       w->dw, w->field[CG_F_OUTPUT_CHANNEL], v[CG_F_OUTPUT_CHANNEL],
+                       w->field[CG_F_KERNEL_H], v[CG_F_KERNEL_H], w->field[CG_F_KERNEL_W],
+                       v[CG_F_KERNEL_W], w->field[CG_F_INPUT_CHANNEL], v[CG_F_INPUT_CHANNEL],
+                       w->field[CG_F_GROUP], v[CG_F_GROUP]);
+    if (mul_ok((size_t)plan->taps, (size_t)plan->cin_g, &bound) &&
+        mul_ok(bound, 2 * dtype_size, &bound) && bound <= INT_MAX)
+        return CG_OK;
+    if (w->has_buffer)
+        return cg_fail(err, CG_ERR_OVERFLOW,
+                       "the lower bound of %s, 2*(%s=%d * %s=%d * %s=%d / %s=%d)*%zu, exceeds "
+                       "INT_MAX",
+                       w->field[CG_F_BUFFER_SIZE], w->field[CG_F_KERNEL_H], v[CG_F_KERNEL_H],
+                       w->field[CG_F_KERNEL_W], v[CG_F_KERNEL_W], w->field[CG_F_INPUT_CHANNEL],
+                       v[CG_F_INPUT_CHANNEL], w->field[CG_F_GROUP], v[CG_F_GROUP], dtype_size);
+    /* the caller never set a buffer: say what is too large in its own terms */
+    return cg_fail(err, CG_ERR_OVERFLOW,
+                   "a filter of %s=%d * %s=%d * %s=%d / %s=%d = %lld weights per output channel "
+                   "exceeds the limit %d",
+                   w->field[CG_F_KERNEL_H], v[CG_F_KERNEL_H], w->field[CG_F_KERNEL_W],
+                   v[CG_F_KERNEL_W], w->field[CG_F_INPUT_CHANNEL], v[CG_F_INPUT_CHANNEL],
+                   w->field[CG_F_GROUP], v[CG_F_GROUP], (long long)(plan->taps * plan->cin_g),
+                   (int)(INT_MAX / (2 * dtype_size)));
 }
 
 static cg_path choose_path(const ConvParameter *p)
@@ -78,11 +149,15 @@ static cg_path choose_path(const ConvParameter *p)
     return CG_PATH_GENERAL;
 }
 
-cg_status cg_plan_make(const ConvParameter *p, size_t dtype_size, cg_plan *plan)
+cg_status cg_plan_check(const ConvParameter *p, size_t dtype_size, const cg_words *words,
+                        cg_plan *plan, cg_error *err)
 {
-    if (!p)
-        return CG_ERR_NULL_POINTER;
-    cg_status s = check_fields(p);
+    const int v[CG_FIELDS] = {
+        p->output_batch_, p->input_batch_,   p->input_h_,        p->input_w_,    p->output_h_,
+        p->output_w_,     p->input_channel_, p->output_channel_, p->kernel_h_,   p->kernel_w_,
+        p->group_,        p->pad_l_,         p->pad_u_,          p->dilation_h_, p->dilation_w_,
+        p->stride_h_,     p->stride_w_,      p->buffer_size_,    p->pad_d_,      p->pad_r_};
+    cg_status s = check_fields(v, words, err);
     if (s != CG_OK)
         return s;
     *plan = (cg_plan){.batch = p->output_batch_,
@@ -107,15 +182,26 @@ cg_status cg_plan_make(const ConvParameter *p, size_t dtype_size, cg_plan *plan)
     plan->cin_g = plan->cin / plan->groups;
     plan->cout_g = plan->cout / plan->groups;
     plan->taps = plan->kernel_h * plan->kernel_w;
-    s = check_counts(p, dtype_size, plan);
+    s = check_counts(v, words, dtype_size, plan, err);
     if (s != CG_OK)
         return s;
     plan->row_len = plan->taps * plan->cin_g;
     plan->rows = plan->batch * plan->out_h * plan->out_w;
     plan->dw_elems = (size_t)plan->cout * (size_t)plan->row_len;
-    if ((int64_t)p->buffer_size_ < 2 * plan->row_len * (int64_t)dtype_size)
-        return CG_ERR_BUFFER_TOO_SMALL;
+    const int64_t bound = 2 * plan->row_len * (int64_t)dtype_size;
+    if ((int64_t)p->buffer_size_ < bound)
+        return cg_fail(err, CG_ERR_BUFFER_TOO_SMALL,
+                       "%s=%d is under the lower bound %lld = 2*(%d*%d*%d/%d)*%zu",
+                       words->field[CG_F_BUFFER_SIZE], p->buffer_size_, (long long)bound,
+                       p->kernel_h_, p->kernel_w_, p->input_channel_, p->group_, dtype_size);
     return CG_OK;
+}
+
+cg_status cg_plan_make(const ConvParameter *p, size_t dtype_size, cg_plan *plan)
+{
+    if (!p)
+        return CG_ERR_NULL_POINTER;
+    return cg_plan_check(p, dtype_size, &cg_operator_words, plan, NULL);
 }
 
 const char *cg_path_name(cg_path path)

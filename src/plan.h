@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "convgrad.h"
+#include "status.h"
 
 typedef enum cg_path { CG_PATH_GENERAL, CG_PATH_DEPTHWISE, CG_PATH_1X1 } cg_path;
 
@@ -24,8 +25,48 @@ typedef struct cg_plan {
     int64_t budget_floats; /* buffer_size_: _p stages at most this many floats */
 } cg_plan;
 
+/* The int fields of ConvParameter, in declaration order. */
+typedef enum cg_field {
+    CG_F_OUTPUT_BATCH,
+    CG_F_INPUT_BATCH,
+    CG_F_INPUT_H,
+    CG_F_INPUT_W,
+    CG_F_OUTPUT_H,
+    CG_F_OUTPUT_W,
+    CG_F_INPUT_CHANNEL,
+    CG_F_OUTPUT_CHANNEL,
+    CG_F_KERNEL_H,
+    CG_F_KERNEL_W,
+    CG_F_GROUP,
+    CG_F_PAD_L,
+    CG_F_PAD_U,
+    CG_F_DILATION_H,
+    CG_F_DILATION_W,
+    CG_F_STRIDE_H,
+    CG_F_STRIDE_W,
+    CG_F_BUFFER_SIZE,
+    CG_F_PAD_D,
+    CG_F_PAD_R,
+    CG_FIELDS
+} cg_field;
+
+/* What the validator's messages call things: the names the caller set, so
+ * one validator speaks to the operator's callers and to cg_conv2d's. */
+typedef struct cg_words {
+    const char *field[CG_FIELDS]; /* by cg_field */
+    const char *x, *dy, *dw;      /* the tensors */
+    int has_buffer;               /* buffer_size_ is the caller's (else the library's) */
+} cg_words;
+
+/* The operator's: ConvParameter's fields, the entry points' parameters. */
+extern const cg_words cg_operator_words;
+
 /* Validates every field of p (not the tensor pointers) and fills plan.
- * Returns the first problem found, or CG_OK. */
+ * Returns the first problem found, or CG_OK; err (may be NULL) then says
+ * what is wrong, in `words`. */
+cg_status cg_plan_check(const ConvParameter *p, size_t dtype_size, const cg_words *words,
+                        cg_plan *plan, cg_error *err);
+/* cg_plan_check in the operator's words, with no detail. */
 cg_status cg_plan_make(const ConvParameter *p, size_t dtype_size, cg_plan *plan);
 
 /* Name of a path, for messages and benchmarks. */

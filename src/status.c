@@ -3,7 +3,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 
 static _Thread_local cg_status last_status = CG_OK;
 static _Thread_local char last_detail[CG_DETAIL_MAX];
@@ -15,29 +14,26 @@ cg_status cg_fail(cg_error *err, cg_status s, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->detail, sizeof err->detail, fmt, ap);
         va_end(ap);
-        err->status = s;
     }
     return s;
 }
 
-cg_status cg_record_status(cg_status s)
+cg_status cg_require(const void *const *ptrs, const char *const *names, int n, cg_error *err)
+{
+    for (int i = 0; i < n; i++)
+        if (names[i] && !ptrs[i])
+            return cg_fail(err, CG_ERR_NULL_POINTER, "%s is NULL", names[i]);
+    return CG_OK;
+}
+
+cg_status cg_record(cg_status s, const cg_error *err)
 {
     last_status = s;
     if (s == CG_OK)
         last_detail[0] = '\0';
     else
-        snprintf(last_detail, sizeof last_detail, "%s", cg_status_message(s));
+        snprintf(last_detail, sizeof last_detail, "%s", err->detail);
     return s;
-}
-
-cg_status cg_record_error(const cg_error *err)
-{
-    last_status = err->status;
-    if (err->status == CG_OK)
-        last_detail[0] = '\0';
-    else
-        memcpy(last_detail, err->detail, sizeof last_detail);
-    return err->status;
 }
 
 CG_API const char *cg_last_error_detail(void)

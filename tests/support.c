@@ -377,6 +377,42 @@ void cgt_result_addf(cgt_result *r, const char *fmt, ...)
     va_end(ap);
 }
 
+int cgt_core_failure_detail_ok(const char *detail, cg_status s, int core_mask, size_t most_bytes,
+                               char *why, size_t why_len)
+{
+    int core = -1, end = 0;
+    unsigned mask = 0;
+    size_t bytes = 0;
+    if (s == CG_ERR_NO_MEMORY) {
+        sscanf(detail, "core %d of core_mask 0x%x could not allocate %zu bytes of scratch%n", &core,
+               &mask, &bytes, &end);
+        if (end == 0 || detail[end] != '\0' || mask != (unsigned)core_mask || bytes == 0 ||
+            (most_bytes > 0 && bytes > most_bytes)) {
+            snprintf(why, why_len,
+                     "'%s' is not \"core N of core_mask 0x%08x could not allocate B bytes of "
+                     "scratch\" with 0 < B <= %zu",
+                     detail, (unsigned)core_mask, most_bytes);
+            return 0;
+        }
+    } else if (s == CG_ERR_THREAD) {
+        sscanf(detail, "the thread of core %d could not be started: %n", &core, &end);
+        if (end == 0 || detail[end] == '\0') {
+            snprintf(why, why_len, "'%s' is not \"the thread of core N could not be started: why\"",
+                     detail);
+            return 0;
+        }
+    } else {
+        snprintf(why, why_len, "status %d is not a failure on a core", (int)s);
+        return 0;
+    }
+    if (core < 0 || core > 31 || !(((unsigned)core_mask >> core) & 1u)) {
+        snprintf(why, why_len, "'%s' names core %d, not one of core_mask 0x%08x", detail, core,
+                 (unsigned)core_mask);
+        return 0;
+    }
+    return 1;
+}
+
 /* The buffers of one call: one set, or one per core of the mask (P_SPMD). */
 typedef struct call_slot {
     cgt_buf out, ws, param;

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "convgrad.h"
 #include "reference.h"
@@ -197,6 +198,36 @@ const char *cgt_mode_name(cgt_mode m);
 cgt_result cgt_result_passing(void);
 /* Append to a result's message (printf style), truncating. */
 void cgt_result_addf(cgt_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- error details --------------------------------------------------- */
+/* Whether `detail` is right for a failure found on an emulated core of
+ * core_mask: CG_ERR_NO_MEMORY's "core N of core_mask 0x... could not
+ * allocate B bytes of scratch" (N in the mask, 0 < B, and B <= most_bytes
+ * when most_bytes > 0) or CG_ERR_THREAD's "the thread of core N could not be
+ * started: ..." (N in the mask). 1 if so; else 0 and why in `why`. */
+int cgt_core_failure_detail_ok(const char *detail, cg_status s, int core_mask, size_t most_bytes,
+                               char *why, size_t why_len);
+
+/* Nonzero when a detail speaks the operator's language, which a cg_conv2d_*
+ * detail must not: a word ending in '_' (pad_l_, workspace_), or the
+ * operator's pointers and buffer. Inline, so the fuzz targets use it without
+ * the support library. */
+static inline int cgt_names_operator_field(const char *detail)
+{
+    static const char *const words[] = {"workspace", "buffer_size", "conv_param",
+                                        "input_x",   "input_dy",    "out_dw"};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        if (strstr(detail, words[i]))
+            return 1;
+    for (const char *c = detail; *c; c++) {
+        const char next = c[1];
+        const int ends_word = !(next == '_' || next == '*' || (next >= '0' && next <= '9') ||
+                                (next >= 'a' && next <= 'z') || (next >= 'A' && next <= 'Z'));
+        if (*c == '_' && c > detail && c[-1] != ' ' && ends_word)
+            return 1;
+    }
+    return 0;
+}
 
 #ifdef __cplusplus
 }

@@ -11,8 +11,9 @@
  *   gradients   dx, dw, db against central differences of L = sum(y * g),
  *               L computed with cg_conv2d_forward
  *   errors_*    every invalid descriptor field, NULL pointers, core_mask 0 and
- *               calls from inside a launch: the documented status, nothing
- *               written, inputs untouched
+ *               calls from inside a launch: the documented status, a detail
+ *               naming cg_conv2d's field (never the operator's) and its
+ *               value, nothing written, inputs untouched
  *
  * Outputs live in guard-page buffers with canaries around them and are filled
  * with NaNs before every call (an output accumulated into, or an element left
@@ -982,6 +983,7 @@ typedef struct err_row {
     cg_status want;
     cg_status alt; /* also acceptable where two problems are both true; CG_OK = none */
     int flags;
+    const char *detail; /* cg_last_error_detail() exactly; NULL: "<output> is NULL" */
 } err_row;
 
 #define SET(fname, body)                                                                           \
@@ -1035,56 +1037,73 @@ SET(layout_2, c->layout = (cg_layout)2)
 SET(layout_7, c->layout = (cg_layout)7)
 SET(layout_neg, c->layout = (cg_layout)-1)
 
+/* The details name cg_conv2d's own fields and their values. */
+#define LAYOUTS " is neither CG_LAYOUT_NHWC (0) nor CG_LAYOUT_NCHW (1)"
+#define TALL                                                                                       \
+    "the output height would be < 1: in_h=5 + pad_top=1 + pad_bottom=1 = 7 is under "              \
+    "the dilated kernel height 8 = dilation_h=1*(kernel_h=8-1)+1"
 /* clang-format off */
 static const err_row ROWS[] = {
-    {"conv NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_DESC},
-    {"x NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_X},
-    {"w NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_W},
-    {"dy NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_DY},
-    {"output NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_OUT},
-    {"core_mask 0", nothing, CG_ERR_CORE_MASK, CG_OK, MASK_ZERO},
-    {"batch 0", batch_0, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"batch -1", batch_neg, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"batch INT_MIN", batch_min, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"in_h 0", in_h_0, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"in_h -3", in_h_neg, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"in_w 0", in_w_0, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"in_w INT_MIN", in_w_min, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"in_c 0", in_c_0, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, DESC_BAD},
-    {"in_c -4", in_c_neg, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, DESC_BAD},
-    {"out_c 0", out_c_0, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, DESC_BAD},
-    {"out_c -6", out_c_neg, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, DESC_BAD},
-    {"kernel_h 0", kh_0, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"kernel_h -3", kh_neg, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"kernel_w 0", kw_0, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"kernel_w -1", kw_neg, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"groups 0", groups_0, CG_ERR_BAD_GROUP, CG_OK, DESC_BAD},
-    {"groups -2", groups_neg, CG_ERR_BAD_GROUP, CG_OK, DESC_BAD},
-    {"groups 3 not dividing in_c 4", groups_not_in, CG_ERR_BAD_GROUP, CG_OK, DESC_BAD},
-    {"groups 4 not dividing out_c 6", groups_not_out, CG_ERR_BAD_GROUP, CG_OK, DESC_BAD},
-    {"groups 5 dividing neither", groups_neither, CG_ERR_BAD_GROUP, CG_OK, DESC_BAD},
-    {"stride_h 0", stride_h_0, CG_ERR_BAD_STRIDE, CG_OK, DESC_BAD},
-    {"stride_w 0", stride_w_0, CG_ERR_BAD_STRIDE, CG_OK, DESC_BAD},
-    {"stride_w -1", stride_w_neg, CG_ERR_BAD_STRIDE, CG_OK, DESC_BAD},
-    {"stride_h INT_MIN", stride_h_min, CG_ERR_BAD_STRIDE, CG_OK, DESC_BAD},
-    {"dilation_h 0", dil_h_0, CG_ERR_BAD_DILATION, CG_OK, DESC_BAD},
-    {"dilation_w 0", dil_w_0, CG_ERR_BAD_DILATION, CG_OK, DESC_BAD},
-    {"dilation_w -2", dil_w_neg, CG_ERR_BAD_DILATION, CG_OK, DESC_BAD},
-    {"pad_top -1", pad_top_neg, CG_ERR_BAD_PAD, CG_OK, DESC_BAD},
-    {"pad_bottom -1", pad_bottom_neg, CG_ERR_BAD_PAD, CG_OK, DESC_BAD},
-    {"pad_left -1", pad_left_neg, CG_ERR_BAD_PAD, CG_OK, DESC_BAD},
-    {"pad_right INT_MIN", pad_right_min, CG_ERR_BAD_PAD, CG_OK, DESC_BAD},
+    {"conv NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_DESC, "conv is NULL"},
+    {"x NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_X, "x is NULL"},
+    {"w NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_W, "w is NULL"},
+    {"dy NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_DY, "dy is NULL"},
+    {"output NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_OUT, NULL},
+    {"core_mask 0", nothing, CG_ERR_CORE_MASK, CG_OK, MASK_ZERO, "core_mask is 0"},
+    {"batch 0", batch_0, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD, "batch=0 must be >= 1"},
+    {"batch -1", batch_neg, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD, "batch=-1 must be >= 1"},
+    {"batch INT_MIN", batch_min, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD, "batch=-2147483648 must be >= 1"},
+    {"in_h 0", in_h_0, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD, "in_h=0 must be >= 1"},
+    {"in_h -3", in_h_neg, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD, "in_h=-3 must be >= 1"},
+    {"in_w 0", in_w_0, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD, "in_w=0 must be >= 1"},
+    {"in_w INT_MIN", in_w_min, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD, "in_w=-2147483648 must be >= 1"},
+    {"in_c 0", in_c_0, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, DESC_BAD, "in_c=0 must be >= 1"},
+    {"in_c -4", in_c_neg, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, DESC_BAD, "in_c=-4 must be >= 1"},
+    {"out_c 0", out_c_0, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, DESC_BAD, "out_c=0 must be >= 1"},
+    {"out_c -6", out_c_neg, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, DESC_BAD, "out_c=-6 must be >= 1"},
+    {"kernel_h 0", kh_0, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD, "kernel_h=0 must be >= 1"},
+    {"kernel_h -3", kh_neg, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD, "kernel_h=-3 must be >= 1"},
+    {"kernel_w 0", kw_0, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD, "kernel_w=0 must be >= 1"},
+    {"kernel_w -1", kw_neg, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD, "kernel_w=-1 must be >= 1"},
+    {"groups 0", groups_0, CG_ERR_BAD_GROUP, CG_OK, DESC_BAD, "groups=0 must be >= 1"},
+    {"groups -2", groups_neg, CG_ERR_BAD_GROUP, CG_OK, DESC_BAD, "groups=-2 must be >= 1"},
+    {"groups 3 not dividing in_c 4", groups_not_in, CG_ERR_BAD_GROUP, CG_OK, DESC_BAD,
+     "groups=3 does not divide in_c=4"},
+    {"groups 4 not dividing out_c 6", groups_not_out, CG_ERR_BAD_GROUP, CG_OK, DESC_BAD,
+     "groups=4 does not divide out_c=6"},
+    {"groups 5 dividing neither", groups_neither, CG_ERR_BAD_GROUP, CG_OK, DESC_BAD,
+     "groups=5 does not divide in_c=4"},
+    {"stride_h 0", stride_h_0, CG_ERR_BAD_STRIDE, CG_OK, DESC_BAD, "stride_h=0 must be >= 1"},
+    {"stride_w 0", stride_w_0, CG_ERR_BAD_STRIDE, CG_OK, DESC_BAD, "stride_w=0 must be >= 1"},
+    {"stride_w -1", stride_w_neg, CG_ERR_BAD_STRIDE, CG_OK, DESC_BAD, "stride_w=-1 must be >= 1"},
+    {"stride_h INT_MIN", stride_h_min, CG_ERR_BAD_STRIDE, CG_OK, DESC_BAD,
+     "stride_h=-2147483648 must be >= 1"},
+    {"dilation_h 0", dil_h_0, CG_ERR_BAD_DILATION, CG_OK, DESC_BAD, "dilation_h=0 must be >= 1"},
+    {"dilation_w 0", dil_w_0, CG_ERR_BAD_DILATION, CG_OK, DESC_BAD, "dilation_w=0 must be >= 1"},
+    {"dilation_w -2", dil_w_neg, CG_ERR_BAD_DILATION, CG_OK, DESC_BAD,
+     "dilation_w=-2 must be >= 1"},
+    {"pad_top -1", pad_top_neg, CG_ERR_BAD_PAD, CG_OK, DESC_BAD, "pad_top=-1 must be >= 0"},
+    {"pad_bottom -1", pad_bottom_neg, CG_ERR_BAD_PAD, CG_OK, DESC_BAD, "pad_bottom=-1 must be >= 0"},
+    {"pad_left -1", pad_left_neg, CG_ERR_BAD_PAD, CG_OK, DESC_BAD, "pad_left=-1 must be >= 0"},
+    {"pad_right INT_MIN", pad_right_min, CG_ERR_BAD_PAD, CG_OK, DESC_BAD,
+     "pad_right=-2147483648 must be >= 0"},
     {"kernel_h 8 taller than the padded input 7: OH 0", oh_kernel_tall, CG_ERR_BAD_SIZE, CG_OK,
-     DESC_BAD},
+     DESC_BAD, TALL},
     {"dilation_w 7: dilated kernel 8 wider than the padded input 7: OW 0", ow_dilation_wide,
-     CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
+     CG_ERR_BAD_SIZE, CG_OK, DESC_BAD,
+     "the output width would be < 1: in_w=6 + pad_left=1 + pad_right=0 = 7 is under the dilated "
+     "kernel width 8 = dilation_w=7*(kernel_w=2-1)+1"},
     {"kernel_h 8, stride_h 2: floor(-1/2) + 1 = 0 (truncating division would say 1)", oh_stride_2,
-     CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"kernel_w 20, stride_w 3: OW < 0", ow_stride_3, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"in_h 1, no vertical pads, kernel_h 3: OH < 0", oh_no_pads, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD},
-    {"layout 2", layout_2, CG_ERR_BAD_LAYOUT, CG_OK, DESC_BAD},
-    {"layout 7", layout_7, CG_ERR_BAD_LAYOUT, CG_OK, DESC_BAD},
-    {"layout -1", layout_neg, CG_ERR_BAD_LAYOUT, CG_OK, DESC_BAD},
+     CG_ERR_BAD_SIZE, CG_OK, DESC_BAD, TALL},
+    {"kernel_w 20, stride_w 3: OW < 0", ow_stride_3, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD,
+     "the output width would be < 1: in_w=6 + pad_left=1 + pad_right=0 = 7 is under the dilated "
+     "kernel width 20 = dilation_w=1*(kernel_w=20-1)+1"},
+    {"in_h 1, no vertical pads, kernel_h 3: OH < 0", oh_no_pads, CG_ERR_BAD_SIZE, CG_OK, DESC_BAD,
+     "the output height would be < 1: in_h=1 + pad_top=0 + pad_bottom=0 = 1 is under the dilated "
+     "kernel height 3 = dilation_h=1*(kernel_h=3-1)+1"},
+    {"layout 2", layout_2, CG_ERR_BAD_LAYOUT, CG_OK, DESC_BAD, "layout=2" LAYOUTS},
+    {"layout 7", layout_7, CG_ERR_BAD_LAYOUT, CG_OK, DESC_BAD, "layout=7" LAYOUTS},
+    {"layout -1", layout_neg, CG_ERR_BAD_LAYOUT, CG_OK, DESC_BAD, "layout=-1" LAYOUTS},
 };
 /* clang-format on */
 #define N_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
@@ -1102,6 +1121,21 @@ static int op_takes(op_id op, int flag)
     default:
         return 1;
     }
+}
+
+/* Each operation's output argument, as its public function names it. */
+static const char *const OUTPUT_NAMES[OP_COUNT] = {"y", "y", "dx", "dw", "db"};
+
+/* The row's detail (in `got`), exactly, and in cg_conv2d's words only. */
+static void check_detail(tally *t, const err_row *row, op_id op, const char *where, const char *got)
+{
+    char null_output[32];
+    snprintf(null_output, sizeof null_output, "%s is NULL", OUTPUT_NAMES[op]);
+    const char *want = row->detail ? row->detail : null_output;
+    if (strcmp(got, want) != 0)
+        report(t, "[%s] %s: detail\n  '%s', want\n  '%s'", row->name, where, got, want);
+    if (cgt_names_operator_field(got))
+        report(t, "[%s] %s: detail '%s' names an operator field", row->name, where, got);
 }
 
 /* Calls op's public function with the row's NULLs and mask. */
@@ -1182,6 +1216,9 @@ static void run_row(tally *t, const err_row *row, problem *p, cg_layout layout, 
         if (last != st)
             report(t, "[%s] %s, %s: cg_last_status %d disagrees with the status %d", row->name,
                    OP_NAMES[op], layout_name(layout), last, st);
+        char where[96];
+        snprintf(where, sizeof where, "%s, %s", OP_NAMES[op], layout_name(layout));
+        check_detail(t, row, (op_id)op, where, cg_last_error_detail());
         int which = 0;
         const long long changed = outputs_changed(p, copy, &which);
         if (changed != -1)
@@ -1197,6 +1234,7 @@ static void run_row(tally *t, const err_row *row, problem *p, cg_layout layout, 
         if (st != CG_ERR_NULL_POINTER)
             report(t, "cg_conv2d_check(NULL) = %d (%s), want %d", st, cg_status_message(st),
                    CG_ERR_NULL_POINTER);
+        check_detail(t, row, OP_FORWARD, "cg_conv2d_check", cg_last_error_detail());
         if (cg_conv2d_output_h(NULL) != 0 || cg_conv2d_output_w(NULL) != 0)
             report(t, "cg_conv2d_output_h/_w(NULL) = %d/%d, want 0", cg_conv2d_output_h(NULL),
                    cg_conv2d_output_w(NULL));
@@ -1207,6 +1245,10 @@ static void run_row(tally *t, const err_row *row, problem *p, cg_layout layout, 
             report(t, "[%s] %s: cg_conv2d_check = %d (%s), want %d (%s)", row->name,
                    layout_name(layout), st, cg_status_message(st), row->want,
                    cg_status_message(row->want));
+        if (cg_last_status() != st)
+            report(t, "[%s] %s: cg_conv2d_check returned %d, cg_last_status %d", row->name,
+                   layout_name(layout), st, cg_last_status());
+        check_detail(t, row, OP_FORWARD, "cg_conv2d_check", cg_last_error_detail());
         if (cg_conv2d_output_h(&bad) != 0 || cg_conv2d_output_w(&bad) != 0)
             report(t, "[%s] %s: cg_conv2d_output_h/_w = %d/%d of an invalid descriptor, want 0",
                    row->name, layout_name(layout), cg_conv2d_output_h(&bad),
@@ -1244,15 +1286,41 @@ SET(pads_int_max, c->pad_top = INT_MAX; c->pad_bottom = INT_MAX)
 SET(plane_over_int_max, c->batch = 1; c->in_h = 46341; c->in_w = 46341)
 /* OH and OW each past INT_MAX: their product overflows int64 if formed */
 SET(output_plane_over_int64, c->pad_bottom = INT_MAX; c->pad_left = INT_MAX; c->pad_right = INT_MAX)
+/* 32 float partials of dw (the most cores): 2^31 * 2^28 * 4 * 128 bytes */
+SET(weights_overflow, c->out_c = INT_MAX; c->groups = 1; c->kernel_h = 1 << 14;
+    c->kernel_w = 1 << 14)
+/* a filter of 2^29 weights a channel: the operator's buffer bound 2*2^29*4 > INT_MAX */
+SET(filter_too_large, c->in_c = 1 << 29; c->groups = 1; c->kernel_h = 1; c->kernel_w = 1)
+/* y: 2^31 * (2^15+1)^2 * 2^10 floats, while x and each plane fit */
+SET(output_overflow, c->batch = INT_MAX; c->in_h = 1; c->in_w = 1; c->in_c = 1; c->out_c = 1024;
+    c->groups = 1; c->kernel_h = 1; c->kernel_w = 1; c->pad_top = c->pad_bottom = 1 << 14;
+    c->pad_left = c->pad_right = 1 << 14)
 Test(conv2d, errors_counts_overflow, .timeout = TEST_TIMEOUT)
 {
+    /* clang-format off */
     const err_row rows[] = {
-        {"batch, in_h, in_w INT_MAX", counts_overflow, CG_ERR_OVERFLOW, CG_OK, DESC_BAD},
+        {"batch, in_h, in_w INT_MAX", counts_overflow, CG_ERR_OVERFLOW, CG_OK, DESC_BAD,
+         "the byte count of x and dx, batch=2147483647 * in_h=2147483647 * in_w=2147483647 * "
+         "in_c=4 * 4, exceeds PTRDIFF_MAX"},
         {"pad_top and pad_bottom INT_MAX", pads_int_max, CG_ERR_OVERFLOW, CG_ERR_BAD_SIZE,
-         DESC_BAD},
-        {"in_h * in_w over INT_MAX", plane_over_int_max, CG_ERR_OVERFLOW, CG_OK, DESC_BAD},
-        {"OH, OW over INT_MAX", output_plane_over_int64, CG_ERR_OVERFLOW, CG_OK, DESC_BAD},
+         DESC_BAD, "the output height 4294967297 = (in_h=5 + pad_top=2147483647 + "
+         "pad_bottom=2147483647 - 3)/stride_h=1 + 1 exceeds INT_MAX"},
+        {"in_h * in_w over INT_MAX", plane_over_int_max, CG_ERR_OVERFLOW, CG_OK, DESC_BAD,
+         "the output plane OH=46341 * OW=46341 exceeds INT_MAX"},
+        {"OH, OW over INT_MAX", output_plane_over_int64, CG_ERR_OVERFLOW, CG_OK, DESC_BAD,
+         "the output height 2147483651 = (in_h=5 + pad_top=1 + pad_bottom=2147483647 - "
+         "3)/stride_h=1 + 1 exceeds INT_MAX"},
+        {"32 partials of dw overflow", weights_overflow, CG_ERR_OVERFLOW, CG_OK, DESC_BAD,
+         "the byte count of 32 float partials of w and dw, out_c=2147483647 * kernel_h=16384 * "
+         "kernel_w=16384 * (in_c=4 / groups=1) * 32 * 4, exceeds PTRDIFF_MAX"},
+        {"a filter of 2^29 weights a channel", filter_too_large, CG_ERR_OVERFLOW, CG_OK, DESC_BAD,
+         "a filter of kernel_h=1 * kernel_w=1 * in_c=536870912 / groups=1 = 536870912 weights "
+         "per output channel exceeds the limit 268435455"},
+        {"y's byte count overflows", output_overflow, CG_ERR_OVERFLOW, CG_OK, DESC_BAD,
+         "the byte count of y and dy, batch=2147483647 * OH=32769 * OW=32769 * out_c=1024 * 4, "
+         "exceeds PTRDIFF_MAX"},
     };
+    /* clang-format on */
     tally t = {"errors_counts_overflow", 0, 0};
     for (int layout = 0; layout < 2; ++layout) {
         const cg_conv2d base = desc_of(&ERR_BASE, (cg_layout)layout);
@@ -1266,8 +1334,8 @@ Test(conv2d, errors_counts_overflow, .timeout = TEST_TIMEOUT)
     assert_no_failure(&t);
 }
 
-/* A failing call sets cg_last_status; the next valid call resets it to
- * CG_OK (and works). */
+/* A failing call sets cg_last_status and its detail; the next valid call
+ * resets them to CG_OK and "" (and works). */
 Test(conv2d, last_status_follows_each_call)
 {
     const cg_conv2d base = desc_of(&ERR_BASE, CG_LAYOUT_NCHW);
@@ -1279,23 +1347,36 @@ Test(conv2d, last_status_follows_each_call)
         cr_expect_eq(call_public(&p, &bad, (op_id)op, 0, 0x3), CG_ERR_BAD_STRIDE, "%s",
                      OP_NAMES[op]);
         cr_expect_eq(cg_last_status(), CG_ERR_BAD_STRIDE, "%s: after a bad stride", OP_NAMES[op]);
+        cr_expect(strcmp(cg_last_error_detail(), "stride_h=0 must be >= 1") == 0,
+                  "%s: detail '%s' after a bad stride", OP_NAMES[op], cg_last_error_detail());
         cr_expect_eq(call_public(&p, &base, (op_id)op, 0, 0x3), CG_OK, "%s", OP_NAMES[op]);
         cr_expect_eq(cg_last_status(), CG_OK, "%s: after a valid call", OP_NAMES[op]);
+        cr_expect(cg_last_error_detail()[0] == '\0', "%s: detail '%s' after a valid call",
+                  OP_NAMES[op], cg_last_error_detail());
     }
+    /* cg_conv2d_check succeeding clears the detail too */
+    cr_expect_eq(cg_conv2d_check(&bad), CG_ERR_BAD_STRIDE);
+    cr_expect_eq(cg_conv2d_check(&base), CG_OK);
+    cr_expect(cg_last_error_detail()[0] == '\0', "detail '%s' after a valid cg_conv2d_check",
+              cg_last_error_detail());
     problem_free(&p);
 }
 
 /* ---- calls from inside a launch ---------------------------------------------------- */
 /* The functions launch the cores themselves: called from an emulated core
- * (inside core_mask_launch) they return CG_ERR_CORE_MASK whatever the mask
- * (the launch's own, the core's own, a disjoint one, all 32), and write
- * nothing. */
-enum { N_INSIDE_MASKS = 4, OWN_CORE = 0 };
-static const int INSIDE_MASKS[N_INSIDE_MASKS] = {0x3, OWN_CORE, 0xC, ALL_32_CORES};
+ * (inside core_mask_launch) they return CG_ERR_INSIDE_LAUNCH whatever the
+ * mask (the launch's own, the core's own, a disjoint one, all 32, 0), with
+ * a detail naming the function and the core, and write nothing. */
+enum { N_INSIDE_MASKS = 5, OWN_CORE = 1 }; /* OWN_CORE: 1 << the calling core */
+static const int INSIDE_MASKS[N_INSIDE_MASKS] = {0x3, OWN_CORE, 0xC, ALL_32_CORES, 0};
+static const char *const FUNCTION_NAMES[OP_COUNT] = {
+    "cg_conv2d_forward", "cg_conv2d_forward", "cg_conv2d_backward_data",
+    "cg_conv2d_backward_weights", "cg_conv2d_backward_bias"};
 
 typedef struct inside_ctx {
     const problem *p;
     cg_status st[32][OP_COUNT][N_INSIDE_MASKS], last[32][OP_COUNT][N_INSIDE_MASKS];
+    char detail[32][OP_COUNT][N_INSIDE_MASKS][256];
     atomic_int ran[32];
 } inside_ctx;
 
@@ -1310,6 +1391,8 @@ static void inside_entry(void *arg)
             const int mask = INSIDE_MASKS[m] == OWN_CORE ? (int)(1u << id) : INSIDE_MASKS[m];
             k->st[id][op][m] = call_public(k->p, &k->p->c, (op_id)op, 0, mask);
             k->last[id][op][m] = cg_last_status();
+            snprintf(k->detail[id][op][m], sizeof k->detail[id][op][m], "%s",
+                     cg_last_error_detail());
         }
     atomic_fetch_add(&k->ran[id], 1);
 }
@@ -1334,15 +1417,25 @@ Test(conv2d, errors_called_inside_a_launch, .timeout = 60.0)
                     ++t.configs;
                     const int mask =
                         INSIDE_MASKS[m] == OWN_CORE ? (int)(1u << id) : INSIDE_MASKS[m];
-                    if (k->st[id][op][m] != CG_ERR_CORE_MASK ||
-                        k->last[id][op][m] != CG_ERR_CORE_MASK)
+                    if (k->st[id][op][m] != CG_ERR_INSIDE_LAUNCH ||
+                        k->last[id][op][m] != CG_ERR_INSIDE_LAUNCH)
                         report(&t,
                                "%s, %s, on core %d of launch 0x3 with core_mask 0x%08x: status "
                                "%d (%s), cg_last_status %d, want %d (%s)",
                                OP_NAMES[op], layout_name((cg_layout)layout), id, (unsigned)mask,
                                k->st[id][op][m], cg_status_message(k->st[id][op][m]),
-                               k->last[id][op][m], CG_ERR_CORE_MASK,
-                               cg_status_message(CG_ERR_CORE_MASK));
+                               k->last[id][op][m], CG_ERR_INSIDE_LAUNCH,
+                               cg_status_message(CG_ERR_INSIDE_LAUNCH));
+                    char want[160];
+                    snprintf(want, sizeof want,
+                             "%s was called on emulated core %d: call cg_conv2d_* from an "
+                             "ordinary thread",
+                             FUNCTION_NAMES[op], id);
+                    if (strcmp(k->detail[id][op][m], want) != 0)
+                        report(&t,
+                               "%s, %s, on core %d with core_mask 0x%08x: detail '%s', want '%s'",
+                               OP_NAMES[op], layout_name((cg_layout)layout), id, (unsigned)mask,
+                               k->detail[id][op][m], want);
                 }
         }
         int which = 0;

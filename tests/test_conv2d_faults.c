@@ -3,7 +3,8 @@
  * executable links the CONVGRAD_FAULT_INJECTION copy of the library): a
  * core's scratch that cannot be allocated, and a core's thread that cannot
  * start. The failing call returns CG_ERR_NO_MEMORY / CG_ERR_THREAD (also in
- * cg_last_status), its output is bit-for-bit untouched, and the next call is
+ * cg_last_status, with a detail naming the core and, for scratch, the bytes
+ * it could not get), its output is bit-for-bit untouched, and the next call is
  * exact (tests/conv2d_reference.c, integer data). Each case runs on cores no
  * other case uses, since the TSan tree runs every test in one process where
  * the cores' scratch persists. */
@@ -124,10 +125,15 @@ static void fails_then_recovers(int op, cg_layout layout, int mask, cg_fault_poi
     cg_fault_disarm_all();
     cr_expect_eq(st, want, "%s %s: status %d, want %d", what, lay, st, want);
     cr_expect_eq(cg_last_status(), want, "%s %s: cg_last_status", what, lay);
+    char why[400];
+    cr_expect(cgt_core_failure_detail_ok(cg_last_error_detail(), want, mask, 0, why, sizeof why),
+              "%s %s: %s", what, lay, why);
     cr_expect(fired > 0, "%s %s: the fault never fired", what, lay);
     cr_expect(memcmp(f.out, f.before, f.n_out * sizeof(float)) == 0,
               "%s %s: the failed call wrote its output", what, lay);
     cr_expect_eq(call(&f, op, mask), CG_OK, "%s %s: the next call", what, lay);
+    cr_expect(cg_last_error_detail()[0] == '\0', "%s %s: detail '%s' after the next call", what,
+              lay, cg_last_error_detail());
     cr_expect(memcmp(f.out, f.want, f.n_out * sizeof(float)) == 0,
               "%s %s: the next call is not exact", what, lay);
     buffers_free(&f);

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -202,15 +203,25 @@ Test(core_mask, core_id_is_minus_one_outside_a_launch, .timeout = 30)
     cr_assert_eq(atomic_load(&g_outside_bad), 0);
 }
 
+/* The calling thread's detail is `want`. */
+static void expect_detail(const char *want, const char *when)
+{
+    cr_expect(strcmp(cg_last_error_detail(), want) == 0, "%s: detail '%s', want '%s'", when,
+              cg_last_error_detail(), want);
+}
+
 Test(core_mask, mask_zero_and_null_entry_refused, .timeout = 30)
 {
     atomic_int ran = 0;
     cr_assert_eq(core_mask_launch(0, count_entry, &ran), CG_ERR_CORE_MASK);
     cr_assert_eq(cg_last_status(), CG_ERR_CORE_MASK);
+    expect_detail("core_mask is 0", "mask 0");
     cr_assert_eq(core_mask_launch(0x3, NULL, NULL), CG_ERR_CORE_MASK);
+    expect_detail("entry is NULL", "entry NULL");
     cr_assert_eq(atomic_load(&ran), 0);
     cr_assert_eq(core_mask_launch(0x3, count_entry, &ran), 0);
     cr_assert_eq(cg_last_status(), CG_OK, "a good launch records CG_OK");
+    expect_detail("", "a good launch");
     cr_assert_eq(atomic_load(&ran), 2);
 }
 
@@ -411,11 +422,19 @@ Test(core_mask, overlapping_launch_refused_while_busy, .timeout = 30)
     bool started = wait_at_least(&h.started, 2, 10.0);
 
     const int overlapping[] = {0x6, 0x1, -1, (int)0x80000002u};
+    /* the lowest core of the mask that the held launch (0x3) has */
+    static const char *const details[] = {
+        "core 1 of core_mask 0x00000006 is busy in another launch",
+        "core 0 of core_mask 0x00000001 is busy in another launch",
+        "core 0 of core_mask 0xffffffff is busy in another launch",
+        "core 1 of core_mask 0x80000002 is busy in another launch"};
     int rc[4], status[4];
+    char detail[4][256];
     double t0 = now_sec();
     for (int k = 0; k < 4; k++) {
         rc[k] = core_mask_launch(overlapping[k], count_entry, &ran);
         status[k] = cg_last_status();
+        snprintf(detail[k], sizeof detail[k], "%s", cg_last_error_detail());
     }
     double refuse_time = now_sec() - t0;
     int ran_refused = atomic_load(&ran);
@@ -428,6 +447,8 @@ Test(core_mask, overlapping_launch_refused_while_busy, .timeout = 30)
     for (int k = 0; k < 4; k++) {
         cr_assert_eq(rc[k], CG_ERR_CORE_BUSY, "mask %#x", (unsigned)overlapping[k]);
         cr_assert_eq(status[k], CG_ERR_CORE_BUSY);
+        cr_expect(strcmp(detail[k], details[k]) == 0, "mask %#x: detail '%s', want '%s'",
+                  (unsigned)overlapping[k], detail[k], details[k]);
     }
     cr_assert_lt(refuse_time, 1.0, "refusal must not wait");
     cr_assert_eq(ran_refused, 0, "a refused launch ran its entry");
@@ -446,14 +467,17 @@ static void nested_entry(void *p)
     if (get_core_id() != 0)
         return;
     atomic_store(&res[0], core_mask_launch(0x1, count_entry, &res[2]));
+    res[3] = strcmp(cg_last_error_detail(),
+                    "core 0 of core_mask 0x00000001 is busy in the calling launch") == 0;
     atomic_store(&res[1], core_mask_launch(0x30, count_entry, &res[2]));
 }
 
 Test(core_mask, nested_launch_only_on_other_cores, .timeout = 30)
 {
-    atomic_int res[3] = {1, 1, 0};
+    atomic_int res[4] = {1, 1, 0, 0};
     cr_assert_eq(core_mask_launch(0x3, nested_entry, res), 0);
     cr_assert_eq(atomic_load(&res[0]), CG_ERR_CORE_BUSY);
+    cr_assert(atomic_load(&res[3]), "the refused nested launch's detail names its own launch");
     cr_assert_eq(atomic_load(&res[1]), 0);
     cr_assert_eq(atomic_load(&res[2]), 2);
 }

@@ -2,10 +2,12 @@
 /* Bad input: one row per contract error, on all four entry points in both
  * styles (seed void entry + cg_last_status, and the cg_* twin), host and
  * SPMD. For each: the status is the header's code for that error, the
- * message is non-empty, out_dw and the WHOLE workspace are bit-for-bit
- * untouched, inputs unchanged, and the next valid call on the same buffers
- * succeeds with the right result. Also: status messages, and the helpers
- * returning 0 for invalid parameters. */
+ * message is non-empty, cg_last_error_detail() is the row's sentence naming
+ * the field or pointer and its value (on every core in SPMD mode), out_dw
+ * and the WHOLE workspace are bit-for-bit untouched, inputs unchanged, and
+ * the next valid call on the same buffers succeeds with the right result
+ * and an empty detail. Also: status messages, the detail per thread, and
+ * the helpers returning 0 for invalid parameters. */
 #define _DEFAULT_SOURCE /* usleep */
 #include <criterion/criterion.h>
 #include <limits.h>
@@ -48,8 +50,10 @@ typedef struct err_row {
     cg_status want;
     cg_status alt; /* also acceptable where two errors are both true; CG_OK = none */
     int flags;
-    int call_mask;   /* _s mask to pass; 0 = default (host: 0x3, SPMD: the launch's) */
-    int launch_mask; /* SPMD launch mask when the row needs one (0: default 0x5) */
+    int call_mask;         /* _s mask to pass; 0 = default (host: 0x3, SPMD: the launch's) */
+    int launch_mask;       /* SPMD launch mask when the row needs one (0: default 0x5) */
+    const char *detail;    /* cg_last_error_detail() after the call, exactly */
+    const char *detail_hp; /* the same for hp_ when it differs (NULL: as detail) */
 } err_row;
 
 #define SET(fname, body)                                                                           \
@@ -136,73 +140,143 @@ SET(ovf_bound, tiny(p); p->input_channel_ = 1 << 29; p->buffer_size_ = INT_MAX)
 SET(ovf_ws32, tiny(p); p->output_channel_ = INT_MAX; p->kernel_h_ = 1 << 14; p->kernel_w_ = 1 << 13;
     p->buffer_size_ = 1 << 30)
 
+/* The details name the field (or pointer) at fault and its value. */
+#define BOUND32 " is under the lower bound 96 = 2*(3*2*4/2)*4"
+#define BOUND16 " is under the lower bound 48 = 2*(3*2*4/2)*2"
+#define OUTSIDE " outside the calling launch's mask "
+/* clang-format off */
 static const err_row ROWS[] = {
-    {"dy NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_DY, 0, 0},
-    {"x NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_X, 0, 0},
-    {"out_dw NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_OUT, 0, 0},
-    {"conv_param NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_PARAM, 0, 0},
-    {"workspace_ NULL", null_ws, CG_ERR_NULL_POINTER, CG_OK, 0, 0, 0},
-    {"both batches 0", batch_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"both batches -2", batch_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"input_batch_ 0", in_batch_0, CG_ERR_BAD_SIZE, CG_ERR_BATCH_MISMATCH, SHAPE_BAD, 0, 0},
-    {"output_batch_ -1", out_batch_neg, CG_ERR_BAD_SIZE, CG_ERR_BATCH_MISMATCH, SHAPE_BAD, 0, 0},
-    {"input_h_ 0", in_h_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"input_h_ -2", in_h_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"input_h_ INT_MIN", in_h_min, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"input_w_ 0", in_w_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"input_w_ -2", in_w_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"output_h_ 0", out_h_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"output_h_ -2", out_h_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"output_w_ 0", out_w_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"output_w_ -2", out_w_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"input_channel_ 0", cin_0, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, SHAPE_BAD, 0, 0},
-    {"input_channel_ -2", cin_neg, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, SHAPE_BAD, 0, 0},
-    {"output_channel_ 0", cout_0, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, SHAPE_BAD, 0, 0},
-    {"output_channel_ -2", cout_neg, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, SHAPE_BAD, 0, 0},
-    {"kernel_h_ 0", kh_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"kernel_h_ -2", kh_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"kernel_w_ 0", kw_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
-    {"kernel_w_ -2", kw_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0},
+    {"dy NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_DY, 0, 0, "input_dy is NULL", NULL},
+    {"x NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_X, 0, 0, "input_x is NULL", NULL},
+    {"out_dw NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_OUT, 0, 0, "out_dw is NULL", NULL},
+    {"conv_param NULL", nothing, CG_ERR_NULL_POINTER, CG_OK, NULL_PARAM, 0, 0,
+     "conv_param is NULL", NULL},
+    {"workspace_ NULL", null_ws, CG_ERR_NULL_POINTER, CG_OK, 0, 0, 0,
+     "conv_param->workspace_ is NULL", NULL},
+    {"both batches 0", batch_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0,
+     "output_batch_=0 must be >= 1", NULL},
+    {"both batches -2", batch_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0,
+     "output_batch_=-2 must be >= 1", NULL},
+    {"input_batch_ 0", in_batch_0, CG_ERR_BAD_SIZE, CG_ERR_BATCH_MISMATCH, SHAPE_BAD, 0, 0,
+     "input_batch_=0 must be >= 1", NULL},
+    {"output_batch_ -1", out_batch_neg, CG_ERR_BAD_SIZE, CG_ERR_BATCH_MISMATCH, SHAPE_BAD, 0, 0,
+     "output_batch_=-1 must be >= 1", NULL},
+    {"input_h_ 0", in_h_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0, "input_h_=0 must be >= 1",
+     NULL},
+    {"input_h_ -2", in_h_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0, "input_h_=-2 must be >= 1",
+     NULL},
+    {"input_h_ INT_MIN", in_h_min, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0,
+     "input_h_=-2147483648 must be >= 1", NULL},
+    {"input_w_ 0", in_w_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0, "input_w_=0 must be >= 1",
+     NULL},
+    {"input_w_ -2", in_w_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0, "input_w_=-2 must be >= 1",
+     NULL},
+    {"output_h_ 0", out_h_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0, "output_h_=0 must be >= 1",
+     NULL},
+    {"output_h_ -2", out_h_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0,
+     "output_h_=-2 must be >= 1", NULL},
+    {"output_w_ 0", out_w_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0, "output_w_=0 must be >= 1",
+     NULL},
+    {"output_w_ -2", out_w_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0,
+     "output_w_=-2 must be >= 1", NULL},
+    {"input_channel_ 0", cin_0, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, SHAPE_BAD, 0, 0,
+     "input_channel_=0 must be >= 1", NULL},
+    {"input_channel_ -2", cin_neg, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, SHAPE_BAD, 0, 0,
+     "input_channel_=-2 must be >= 1", NULL},
+    {"output_channel_ 0", cout_0, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, SHAPE_BAD, 0, 0,
+     "output_channel_=0 must be >= 1", NULL},
+    {"output_channel_ -2", cout_neg, CG_ERR_BAD_SIZE, CG_ERR_BAD_GROUP, SHAPE_BAD, 0, 0,
+     "output_channel_=-2 must be >= 1", NULL},
+    {"kernel_h_ 0", kh_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0, "kernel_h_=0 must be >= 1",
+     NULL},
+    {"kernel_h_ -2", kh_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0,
+     "kernel_h_=-2 must be >= 1", NULL},
+    {"kernel_w_ 0", kw_0, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0, "kernel_w_=0 must be >= 1",
+     NULL},
+    {"kernel_w_ -2", kw_neg, CG_ERR_BAD_SIZE, CG_OK, SHAPE_BAD, 0, 0,
+     "kernel_w_=-2 must be >= 1", NULL},
     {"input_batch_ 3 vs output_batch_ 2", batch_mismatch, CG_ERR_BATCH_MISMATCH, CG_OK, SHAPE_BAD,
-     0, 0},
+     0, 0, "input_batch_=3 differs from output_batch_=2", NULL},
     {"input_batch_ 1 vs output_batch_ 2", batch_mismatch2, CG_ERR_BATCH_MISMATCH, CG_OK, SHAPE_BAD,
-     0, 0},
-    {"group_ 0", group_0, CG_ERR_BAD_GROUP, CG_OK, SHAPE_BAD, 0, 0},
-    {"group_ -2", group_neg, CG_ERR_BAD_GROUP, CG_OK, SHAPE_BAD, 0, 0},
-    {"group_ 3 not dividing Cin 4", group_not_cin, CG_ERR_BAD_GROUP, CG_OK, SHAPE_BAD, 0, 0},
-    {"group_ 4 not dividing Cout 6", group_not_cout, CG_ERR_BAD_GROUP, CG_OK, SHAPE_BAD, 0, 0},
-    {"group_ 8 dividing neither", group_neither, CG_ERR_BAD_GROUP, CG_OK, SHAPE_BAD, 0, 0},
-    {"stride_h_ 0", stride_h_0, CG_ERR_BAD_STRIDE, CG_OK, SHAPE_BAD, 0, 0},
-    {"stride_w_ 0", stride_w_0, CG_ERR_BAD_STRIDE, CG_OK, SHAPE_BAD, 0, 0},
-    {"stride_h_ -1", stride_h_neg, CG_ERR_BAD_STRIDE, CG_OK, SHAPE_BAD, 0, 0},
-    {"stride_w_ INT_MIN", stride_w_min, CG_ERR_BAD_STRIDE, CG_OK, SHAPE_BAD, 0, 0},
-    {"dilation_h_ 0", dil_h_0, CG_ERR_BAD_DILATION, CG_OK, SHAPE_BAD, 0, 0},
-    {"dilation_w_ 0", dil_w_0, CG_ERR_BAD_DILATION, CG_OK, SHAPE_BAD, 0, 0},
-    {"dilation_h_ -3", dil_h_neg, CG_ERR_BAD_DILATION, CG_OK, SHAPE_BAD, 0, 0},
-    {"pad_l_ -1", pad_l_neg, CG_ERR_BAD_PAD, CG_OK, SHAPE_BAD, 0, 0},
-    {"pad_u_ -1", pad_u_neg, CG_ERR_BAD_PAD, CG_OK, SHAPE_BAD, 0, 0},
-    {"pad_d_ -1", pad_d_neg, CG_ERR_BAD_PAD, CG_OK, SHAPE_BAD, 0, 0},
-    {"pad_r_ -1", pad_r_neg, CG_ERR_BAD_PAD, CG_OK, SHAPE_BAD, 0, 0},
-    {"pad_u_ INT_MIN", pad_u_min, CG_ERR_BAD_PAD, CG_OK, SHAPE_BAD, 0, 0},
-    {"buffer_size_ one under the minimum", buf_one_under, CG_ERR_BUFFER_TOO_SMALL, CG_OK, 0, 0, 0},
-    {"buffer_size_ 0", buf_0, CG_ERR_BUFFER_TOO_SMALL, CG_OK, 0, 0, 0},
-    {"buffer_size_ -1", buf_neg, CG_ERR_BUFFER_TOO_SMALL, CG_OK, 0, 0, 0},
-    {"buffer_size_ INT_MIN", buf_min, CG_ERR_BUFFER_TOO_SMALL, CG_OK, 0, 0, 0},
-    {"x byte count overflows size_t", ovf_x, CG_ERR_OVERFLOW, CG_OK, SHAPE_BAD, 0, 0},
-    {"dy byte count overflows size_t", ovf_dy, CG_ERR_OVERFLOW, CG_OK, SHAPE_BAD, 0, 0},
-    {"dw count overflows size_t", ovf_dw, CG_ERR_OVERFLOW, CG_OK, SHAPE_BAD, 0, 0},
-    {"buffer lower bound over INT_MAX", ovf_bound, CG_ERR_OVERFLOW, CG_OK, SHAPE_BAD, 0, 0},
+     0, 0, "input_batch_=1 differs from output_batch_=2", NULL},
+    {"group_ 0", group_0, CG_ERR_BAD_GROUP, CG_OK, SHAPE_BAD, 0, 0, "group_=0 must be >= 1",
+     NULL},
+    {"group_ -2", group_neg, CG_ERR_BAD_GROUP, CG_OK, SHAPE_BAD, 0, 0, "group_=-2 must be >= 1",
+     NULL},
+    {"group_ 3 not dividing Cin 4", group_not_cin, CG_ERR_BAD_GROUP, CG_OK, SHAPE_BAD, 0, 0,
+     "group_=3 does not divide input_channel_=4", NULL},
+    {"group_ 4 not dividing Cout 6", group_not_cout, CG_ERR_BAD_GROUP, CG_OK, SHAPE_BAD, 0, 0,
+     "group_=4 does not divide output_channel_=6", NULL},
+    {"group_ 8 dividing neither", group_neither, CG_ERR_BAD_GROUP, CG_OK, SHAPE_BAD, 0, 0,
+     "group_=8 does not divide input_channel_=4", NULL},
+    {"stride_h_ 0", stride_h_0, CG_ERR_BAD_STRIDE, CG_OK, SHAPE_BAD, 0, 0,
+     "stride_h_=0 must be >= 1", NULL},
+    {"stride_w_ 0", stride_w_0, CG_ERR_BAD_STRIDE, CG_OK, SHAPE_BAD, 0, 0,
+     "stride_w_=0 must be >= 1", NULL},
+    {"stride_h_ -1", stride_h_neg, CG_ERR_BAD_STRIDE, CG_OK, SHAPE_BAD, 0, 0,
+     "stride_h_=-1 must be >= 1", NULL},
+    {"stride_w_ INT_MIN", stride_w_min, CG_ERR_BAD_STRIDE, CG_OK, SHAPE_BAD, 0, 0,
+     "stride_w_=-2147483648 must be >= 1", NULL},
+    {"dilation_h_ 0", dil_h_0, CG_ERR_BAD_DILATION, CG_OK, SHAPE_BAD, 0, 0,
+     "dilation_h_=0 must be >= 1", NULL},
+    {"dilation_w_ 0", dil_w_0, CG_ERR_BAD_DILATION, CG_OK, SHAPE_BAD, 0, 0,
+     "dilation_w_=0 must be >= 1", NULL},
+    {"dilation_h_ -3", dil_h_neg, CG_ERR_BAD_DILATION, CG_OK, SHAPE_BAD, 0, 0,
+     "dilation_h_=-3 must be >= 1", NULL},
+    {"pad_l_ -1", pad_l_neg, CG_ERR_BAD_PAD, CG_OK, SHAPE_BAD, 0, 0, "pad_l_=-1 must be >= 0",
+     NULL},
+    {"pad_u_ -1", pad_u_neg, CG_ERR_BAD_PAD, CG_OK, SHAPE_BAD, 0, 0, "pad_u_=-1 must be >= 0",
+     NULL},
+    {"pad_d_ -1", pad_d_neg, CG_ERR_BAD_PAD, CG_OK, SHAPE_BAD, 0, 0, "pad_d_=-1 must be >= 0",
+     NULL},
+    {"pad_r_ -1", pad_r_neg, CG_ERR_BAD_PAD, CG_OK, SHAPE_BAD, 0, 0, "pad_r_=-1 must be >= 0",
+     NULL},
+    {"pad_u_ INT_MIN", pad_u_min, CG_ERR_BAD_PAD, CG_OK, SHAPE_BAD, 0, 0,
+     "pad_u_=-2147483648 must be >= 0", NULL},
+    {"buffer_size_ one under the minimum", buf_one_under, CG_ERR_BUFFER_TOO_SMALL, CG_OK, 0, 0, 0,
+     "buffer_size_=95" BOUND32, "buffer_size_=47" BOUND16},
+    {"buffer_size_ 0", buf_0, CG_ERR_BUFFER_TOO_SMALL, CG_OK, 0, 0, 0, "buffer_size_=0" BOUND32,
+     "buffer_size_=0" BOUND16},
+    {"buffer_size_ -1", buf_neg, CG_ERR_BUFFER_TOO_SMALL, CG_OK, 0, 0, 0,
+     "buffer_size_=-1" BOUND32, "buffer_size_=-1" BOUND16},
+    {"buffer_size_ INT_MIN", buf_min, CG_ERR_BUFFER_TOO_SMALL, CG_OK, 0, 0, 0,
+     "buffer_size_=-2147483648" BOUND32, "buffer_size_=-2147483648" BOUND16},
+    {"x byte count overflows size_t", ovf_x, CG_ERR_OVERFLOW, CG_OK, SHAPE_BAD, 0, 0,
+     "the byte count of input_x, input_batch_=2147483647 * input_h_=2147483647 * "
+     "input_w_=2147483647 * input_channel_=1 * 4, exceeds PTRDIFF_MAX", NULL},
+    {"dy byte count overflows size_t", ovf_dy, CG_ERR_OVERFLOW, CG_OK, SHAPE_BAD, 0, 0,
+     "the byte count of input_dy, output_batch_=2147483647 * output_h_=2147483647 * "
+     "output_w_=2147483647 * output_channel_=1 * 4, exceeds PTRDIFF_MAX", NULL},
+    {"dw count overflows size_t", ovf_dw, CG_ERR_OVERFLOW, CG_OK, SHAPE_BAD, 0, 0,
+     "the byte count of 32 float partials of out_dw, output_channel_=2147483647 * "
+     "kernel_h_=2147483647 * kernel_w_=2147483647 * (input_channel_=1 / group_=1) * 32 * 4, "
+     "exceeds PTRDIFF_MAX", NULL},
+    {"buffer lower bound over INT_MAX", ovf_bound, CG_ERR_OVERFLOW, CG_OK, SHAPE_BAD, 0, 0,
+     "the lower bound of buffer_size_, 2*(kernel_h_=1 * kernel_w_=1 * input_channel_=536870912 / "
+     "group_=1)*4, exceeds INT_MAX",
+     "the lower bound of buffer_size_, 2*(kernel_h_=1 * kernel_w_=1 * input_channel_=536870912 / "
+     "group_=1)*2, exceeds INT_MAX"},
     {"_s workspace bytes on 32 cores overflow size_t", ovf_ws32, CG_ERR_OVERFLOW, CG_OK, ONLY_S, -1,
-     -1},
-    {"core_mask 0", nothing, CG_ERR_CORE_MASK, CG_OK, ONLY_S | MASK_ZERO, 0, 0},
+     -1, "the byte count of 32 float partials of out_dw, output_channel_=2147483647 * "
+     "kernel_h_=16384 * kernel_w_=8192 * (input_channel_=1 / group_=1) * 32 * 4, exceeds "
+     "PTRDIFF_MAX", NULL},
+    {"core_mask 0", nothing, CG_ERR_CORE_MASK, CG_OK, ONLY_S | MASK_ZERO, 0, 0, "core_mask is 0",
+     NULL},
     {"core_mask names a core outside the launch (launch 0x3, mask 0x7)", nothing, CG_ERR_CORE_MASK,
-     CG_OK, ONLY_S | ONLY_SPMD, 0x7, 0x3},
+     CG_OK, ONLY_S | ONLY_SPMD, 0x7, 0x3,
+     "core_mask 0x00000007 names cores 0x00000004" OUTSIDE "0x00000003", NULL},
     {"core_mask disjoint from the launch (launch 0x3, mask 0xc)", nothing, CG_ERR_CORE_MASK, CG_OK,
-     ONLY_S | ONLY_SPMD, 0xc, 0x3},
+     ONLY_S | ONLY_SPMD, 0xc, 0x3, "core_mask 0x0000000c names cores 0x0000000c" OUTSIDE
+     "0x00000003", NULL},
     {"core_mask names core 31 outside the launch (launch 0x1, mask INT_MIN|1)", nothing,
-     CG_ERR_CORE_MASK, CG_OK, ONLY_S | ONLY_SPMD, INT_MIN | 1, 0x1},
+     CG_ERR_CORE_MASK, CG_OK, ONLY_S | ONLY_SPMD, INT_MIN | 1, 0x1,
+     "core_mask 0x80000001 names cores 0x80000000" OUTSIDE "0x00000001", NULL},
 };
+/* clang-format on */
 #define N_ROWS ((int)(sizeof ROWS / sizeof ROWS[0]))
+
+/* Longest detail the library keeps, terminator included. */
+enum { DETAIL_MAX = 256 };
 
 /* ---- entry-point variants -------------------------------------------------- */
 typedef struct variant {
@@ -263,6 +337,7 @@ typedef struct spmd_call {
     ConvParameter *p;
     int mask;
     cg_status st[32], last[32];
+    char detail[32][DETAIL_MAX]; /* each core's cg_last_error_detail() */
     atomic_int ran[32];
 } spmd_call;
 
@@ -275,6 +350,7 @@ static void spmd_entry(void *arg)
     if (id >= 0 && id < 32) {
         k->st[id] = st;
         k->last[id] = last;
+        snprintf(k->detail[id], sizeof k->detail[id], "%s", cg_last_error_detail());
         atomic_fetch_add(&k->ran[id], 1);
     }
 }
@@ -378,10 +454,21 @@ static void expect_valid_host_call(fixture *f, const variant *v, ConvParameter *
     const cg_status st = invoke(v, f->dy, f->x, f->out, f->bias, p, mask, &last);
     cr_expect_eq(st, CG_OK, "%s host on 0x%x %s: %d (%s)", v->name, (unsigned)mask, when, st,
                  cg_status_message(st));
+    cr_expect(cg_last_error_detail()[0] == '\0', "%s host on 0x%x %s: detail '%s' after success",
+              v->name, (unsigned)mask, when, cg_last_error_detail());
     cgt_result res = cgt_result_passing();
     cgt_expected_compare(&ex, p, f->dt, f->out, &res, "");
     cr_expect(res.ok, "%s: wrong result on 0x%x %s%s", v->name, (unsigned)mask, when, res.msg);
     cgt_expected_free(&ex);
+}
+
+/* The row's detail for v, exactly: it names the field or pointer and its value. */
+static void expect_detail(const err_row *row, const variant *v, const char *where, int core,
+                          const char *got)
+{
+    const char *want = v->fp16 && row->detail_hp ? row->detail_hp : row->detail;
+    cr_expect(strcmp(got, want) == 0, "[%s] %s %s (core %d): detail\n  '%s', want\n  '%s'",
+              row->name, v->name, where, core, got, want);
 }
 
 /* Runs one row on one variant, host (spmd == 0) or SPMD; all checks. */
@@ -419,6 +506,7 @@ static void run_row(const err_row *row, const variant *v, int spmd)
                   cg_status_message(st), row->want, cg_status_message(row->want));
         cr_expect_eq(last, st, "[%s] %s %s: cg_last_status %d disagrees with the status %d",
                      row->name, v->name, where, last, st);
+        expect_detail(row, v, where, -1, cg_last_error_detail());
     } else {
         spmd_call k;
         const int rc = launch_spmd_call(&k, launch, v, dy, x, f.bias, out, pp, mask);
@@ -436,6 +524,7 @@ static void run_row(const err_row *row, const variant *v, int spmd)
             cr_expect_eq(k.last[id], k.st[id],
                          "[%s] %s SPMD: core %d cg_last_status %d vs status %d", row->name, v->name,
                          id, k.last[id], k.st[id]);
+            expect_detail(row, v, where, id, k.detail[id]);
         }
     }
     const char *msg = cg_status_message(row->want);
@@ -471,15 +560,21 @@ static void run_row(const err_row *row, const variant *v, int spmd)
                      row->name, v->name, where, st, cg_status_message(st));
         cr_expect_eq(last, CG_OK, "[%s] %s %s: cg_last_status after a valid call is %d", row->name,
                      v->name, where, last);
+        cr_expect(cg_last_error_detail()[0] == '\0', "[%s] %s %s: detail after a valid call: '%s'",
+                  row->name, v->name, where, cg_last_error_detail());
     } else {
         spmd_call k;
         cr_assert_eq(launch_spmd_call(&k, good_mask, v, f.dy, f.x, f.bias, f.out, &good, good_mask),
                      0, "[%s] relaunch", row->name);
         for (int id = 0; id < 32; ++id)
-            if (((unsigned)good_mask >> id) & 1u)
+            if (((unsigned)good_mask >> id) & 1u) {
                 cr_expect_eq(k.st[id], CG_OK,
                              "[%s] %s SPMD: valid call after the error: core %d status %d (%s)",
                              row->name, v->name, id, k.st[id], cg_status_message(k.st[id]));
+                cr_expect(k.detail[id][0] == '\0',
+                          "[%s] %s SPMD: core %d detail after a valid call: '%s'", row->name,
+                          v->name, id, k.detail[id]);
+            }
     }
     cgt_result res = cgt_result_passing();
     cgt_expected_compare(&ex, &good, f.dt, f.out, &res, "");
@@ -534,25 +629,43 @@ Test(errors, status_messages_non_empty_and_distinct)
                                CG_ERR_OVERFLOW,
                                CG_ERR_CORE_BUSY,
                                CG_ERR_NO_MEMORY,
-                               CG_ERR_THREAD};
+                               CG_ERR_THREAD,
+                               CG_ERR_BAD_LAYOUT,
+                               CG_ERR_INSIDE_LAUNCH};
     const int n = (int)(sizeof codes / sizeof codes[0]);
+    const char *unknown_msg = cg_status_message((cg_status)-16);
     for (int i = 0; i < n; ++i) {
         const char *a = cg_status_message(codes[i]);
         cr_assert(a != NULL && a[0] != '\0', "message of %d is empty", codes[i]);
+        cr_expect(strcmp(a, unknown_msg) != 0, "code %d has the unknown status's message '%s'",
+                  codes[i], a);
         for (int j = 0; j < i; ++j)
             cr_expect(strcmp(a, cg_status_message(codes[j])) != 0,
                       "codes %d and %d share the message '%s'", codes[i], codes[j], a);
     }
-    const int unknown[] = {1, 42, -14, -999, INT_MIN, INT_MAX};
+    cr_expect(strstr(cg_status_message(CG_ERR_INSIDE_LAUNCH), "ordinary thread") != NULL,
+              "CG_ERR_INSIDE_LAUNCH's message says what to do: '%s'",
+              cg_status_message(CG_ERR_INSIDE_LAUNCH));
+    const int unknown[] = {1, 42, -16, -999, INT_MIN, INT_MAX};
     for (int i = 0; i < 6; ++i) {
         const char *m = cg_status_message((cg_status)unknown[i]);
         cr_expect(m != NULL && m[0] != '\0', "message of unknown status %d is empty", unknown[i]);
     }
 }
 
-Test(errors, last_status_is_per_thread_and_per_call)
+/* cg_last_status() and cg_last_error_detail() are what the calling thread
+ * expects after a call. */
+static void expect_last(cg_status st, const char *detail, const char *when)
 {
-    /* A failing call sets it; a valid call resets it to CG_OK. */
+    cr_expect_eq(cg_last_status(), st, "%s: cg_last_status %d, want %d", when, cg_last_status(),
+                 st);
+    cr_expect(strcmp(cg_last_error_detail(), detail) == 0, "%s: detail '%s', want '%s'", when,
+              cg_last_error_detail(), detail);
+}
+
+Test(errors, last_status_is_per_call)
+{
+    /* A failing call sets it; a valid call resets it to CG_OK and the detail to "". */
     fixture f;
     fixture_init(&f, 0, 99);
     fixture_scramble(&f);
@@ -560,16 +673,83 @@ Test(errors, last_status_is_per_thread_and_per_call)
     p.workspace_ = f.ws;
     p.stride_h_ = 0;
     fp_conv_grad_filter_p(f.dy, f.x, f.out, NULL, &p);
-    cr_expect_eq(cg_last_status(), CG_ERR_BAD_STRIDE, "after a bad stride");
+    expect_last(CG_ERR_BAD_STRIDE, "stride_h_=0 must be >= 1", "after a bad stride");
     p.stride_h_ = 1;
     fp_conv_grad_filter_p(f.dy, f.x, f.out, NULL, &p);
-    cr_expect_eq(cg_last_status(), CG_OK, "after a valid call");
+    expect_last(CG_OK, "", "after a valid call");
     p.pad_l_ = -1;
     fp_conv_grad_filter_s(f.dy, f.x, f.out, NULL, &p, 0x3);
-    cr_expect_eq(cg_last_status(), CG_ERR_BAD_PAD, "after a bad pad on _s");
+    expect_last(CG_ERR_BAD_PAD, "pad_l_=-1 must be >= 0", "after a bad pad on _s");
     p.pad_l_ = 0;
     fp_conv_grad_filter_s(f.dy, f.x, f.out, NULL, &p, 0x3);
-    cr_expect_eq(cg_last_status(), CG_OK, "after a valid _s call");
+    expect_last(CG_OK, "", "after a valid _s call");
+    /* the helpers record nothing */
+    p.group_ = 5;
+    cr_expect_eq(cg_grad_filter_min_buffer_size(&p, 4), 0, "an invalid shape's bound");
+    expect_last(CG_OK, "", "after a helper call on an invalid shape");
+    fixture_free(&f);
+}
+
+/* Two threads fail differently at the same time: each keeps its own status
+ * and detail; a thread that made no call has CG_OK and "". */
+typedef struct thread_errors {
+    fixture *f;
+    pthread_barrier_t *both_failed, *both_checked;
+    cg_status st;
+    char detail[DETAIL_MAX];
+} thread_errors;
+
+static void *other_thread(void *arg)
+{
+    thread_errors *t = arg;
+    ConvParameter p = t->f->base;
+    p.workspace_ = t->f->ws;
+    p.group_ = 4;
+    cg_fp_conv_grad_filter_s(t->f->dy, t->f->x, t->f->out, NULL, &p, 0x3);
+    pthread_barrier_wait(t->both_failed);
+    t->st = cg_last_status();
+    snprintf(t->detail, sizeof t->detail, "%s", cg_last_error_detail());
+    pthread_barrier_wait(t->both_checked);
+    return NULL;
+}
+
+static void *fresh_thread(void *arg)
+{
+    thread_errors *t = arg;
+    t->st = cg_last_status();
+    snprintf(t->detail, sizeof t->detail, "%s", cg_last_error_detail());
+    return NULL;
+}
+
+Test(errors, detail_is_per_thread)
+{
+    fixture f;
+    fixture_init(&f, 0, 98);
+    pthread_barrier_t both_failed, both_checked;
+    pthread_barrier_init(&both_failed, NULL, 2);
+    pthread_barrier_init(&both_checked, NULL, 2);
+    thread_errors other = {&f, &both_failed, &both_checked, CG_OK, ""};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, other_thread, &other), 0, "pthread_create");
+    ConvParameter p = f.base;
+    p.workspace_ = f.ws;
+    fp_conv_grad_filter_p(f.dy, NULL, f.out, NULL, &p);
+    pthread_barrier_wait(&both_failed);
+    expect_last(CG_ERR_NULL_POINTER, "input_x is NULL", "this thread, while the other failed");
+    pthread_barrier_wait(&both_checked);
+    pthread_join(th, NULL);
+    cr_expect_eq(other.st, CG_ERR_BAD_GROUP, "the other thread's status %d", other.st);
+    cr_expect(strcmp(other.detail, "group_=4 does not divide output_channel_=6") == 0,
+              "the other thread's detail '%s'", other.detail);
+    expect_last(CG_ERR_NULL_POINTER, "input_x is NULL", "this thread, after the other ended");
+
+    thread_errors fresh = {0};
+    cr_assert_eq(pthread_create(&th, NULL, fresh_thread, &fresh), 0, "pthread_create");
+    pthread_join(th, NULL);
+    cr_expect(fresh.st == CG_OK && fresh.detail[0] == '\0',
+              "a thread that made no call: status %d, detail '%s'", fresh.st, fresh.detail);
+    pthread_barrier_destroy(&both_failed);
+    pthread_barrier_destroy(&both_checked);
     fixture_free(&f);
 }
 
@@ -679,6 +859,9 @@ Test(errors, core_busy_in_another_launch, .timeout = 60.0)
                      "%s host on 0x3 while core 1 is busy: status %d (%s), want %d", v->name, st,
                      cg_status_message(st), CG_ERR_CORE_BUSY);
         cr_expect_eq(last, st, "%s: cg_last_status %d vs %d", v->name, last, st);
+        const char *want = "core 1 of core_mask 0x00000003 is busy in another launch";
+        cr_expect(strcmp(cg_last_error_detail(), want) == 0, "%s: detail '%s', want '%s'", v->name,
+                  cg_last_error_detail(), want);
         cr_expect(memcmp(before.out, f.out, f.ndw * f.es) == 0,
                   "%s: out_dw modified by a refused call", v->name);
         cr_expect(memcmp(before.ws, f.ws, f.ws_bytes) == 0,

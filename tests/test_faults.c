@@ -9,7 +9,8 @@
  *
  * For each: `_s` host mode and SPMD mode (where the point is reachable), fp32
  * and fp16. The failing call gets CG_ERR_THREAD / CG_ERR_NO_MEMORY with a
- * non-empty message (returned and in cg_last_status), out_dw and the whole
+ * non-empty message (returned and in cg_last_status) and a detail naming the
+ * core (and the bytes it could not get) on the calling thread, out_dw and the whole
  * workspace are bit-for-bit untouched, and the NEXT call succeeds with the
  * right result (tests/reference.c). The ASan tree's LeakSanitizer checks
  * nothing leaks; Criterion's per-test timeout catches a deadlock.
@@ -191,6 +192,16 @@ static void expect_message(cg_status s, const char *what)
               "%s: no proper message for status %d", what, (int)s);
 }
 
+/* The detail of a failure on a core of f's mask names the core, and for
+ * scratch the byte count, at most what the library says a core keeps. */
+static void expect_core_detail(const fx *f, cg_status s, const char *detail, const char *what)
+{
+    char why[400];
+    const size_t most = s == CG_ERR_NO_MEMORY ? cg_grad_filter_scratch_bytes(&f->p, f->mask) : 0;
+    cr_expect(cgt_core_failure_detail_ok(detail, s, f->mask, most, why, sizeof why), "%s: %s", what,
+              why);
+}
+
 /* Host mode: the armed call fails with `want`, touching nothing; the fault
  * fired `fired` times (-1: at least once). Leaves the fault disarmed. */
 static void host_call_fails(fx *f, api a, cg_status want, cg_fault_point pt, long fired,
@@ -199,12 +210,15 @@ static void host_call_fails(fx *f, api a, cg_status want, cg_fault_point pt, lon
     fx_snapshot(f);
     cg_status st = call_s(f, a);
     cg_status last = cg_last_status();
+    char detail[256];
+    snprintf(detail, sizeof detail, "%s", cg_last_error_detail());
     long failures = cg_fault_failures(pt);
     cg_fault_disarm_all();
     cr_expect_eq(st, want, "%s: status %d (%s), want %d (%s)", what, (int)st, cg_status_message(st),
                  (int)want, cg_status_message(want));
     cr_expect_eq(last, st, "%s: cg_last_status %d, the call returned %d", what, (int)last, (int)st);
     expect_message(st, what);
+    expect_core_detail(f, want, detail, what);
     if (fired < 0)
         cr_expect(failures >= 1, "%s: the fault never fired (the call did not reach the point)",
                   what);
@@ -221,6 +235,8 @@ static void host_call_works(fx *f, api a, const char *what)
     cg_status st = call_s(f, a);
     cr_expect_eq(st, CG_OK, "%s: the next call got %d (%s)", what, (int)st, cg_status_message(st));
     cr_expect_eq(cg_last_status(), CG_OK, "%s: cg_last_status after the next call", what);
+    cr_expect(cg_last_error_detail()[0] == '\0', "%s: detail '%s' after the next call", what,
+              cg_last_error_detail());
     if (st == CG_OK)
         fx_expect_one_call_result(f, what);
 }
@@ -356,6 +372,8 @@ Test(faults, launch_thread_start_fault_releases_cores, .timeout = TEST_TIMEOUT)
         k->f = &f;
         int rc = core_mask_launch(mask, spmd_once_entry, k);
         cg_status last = cg_last_status();
+        char detail[256];
+        snprintf(detail, sizeof detail, "%s", cg_last_error_detail());
         long fired = cg_fault_failures(CG_FAULT_THREAD_START);
         cg_fault_disarm_all();
         if (dti == 0) {
@@ -364,6 +382,9 @@ Test(faults, launch_thread_start_fault_releases_cores, .timeout = TEST_TIMEOUT)
             cr_expect_eq(last, CG_ERR_THREAD, "cg_last_status %d after the failed launch",
                          (int)last);
             expect_message((cg_status)rc, "failed launch");
+            /* the second of cores 12, 13, 14 to start */
+            cr_expect(strncmp(detail, "the thread of core 13 could not be started: ", 44) == 0,
+                      "the failed launch's detail: '%s'", detail);
             for (int id = 0; id < 32; id++)
                 cr_expect_eq(atomic_load(&k->ran[id]), 0,
                              "core %d ran the entry of a failed launch", id);
@@ -513,6 +534,7 @@ typedef struct spmd_ctx {
     int untouched; /* seen by rank 0 between the two calls */
     long fired;
     cg_status st1[32], last1[32], st2[32], last2[32];
+    char detail1[32][256], detail2[32][256];
     atomic_int ran[32];
 } spmd_ctx;
 
@@ -524,6 +546,8 @@ static void spmd_twice_entry(void *arg)
     const int id = get_core_id(), n = GetCoreNum(k->f->mask);
     const int rank = GetLogicCoreId(k->f->mask, id);
     cg_status st1 = call_s(k->f, API_STATUS), last1 = cg_last_status();
+    if (id >= 0 && id < 32)
+        snprintf(k->detail1[id], sizeof k->detail1[id], "%s", cg_last_error_detail());
     sys_bar(0, n);
     if (rank == 0) {
         k->fired = cg_fault_failures(CG_FAULT_SCRATCH_ALLOC);
@@ -533,6 +557,7 @@ static void spmd_twice_entry(void *arg)
     sys_bar(0, n);
     cg_status st2 = call_s(k->f, API_VOID), last2 = cg_last_status();
     if (id >= 0 && id < 32) {
+        snprintf(k->detail2[id], sizeof k->detail2[id], "%s", cg_last_error_detail());
         k->st1[id] = st1;
         k->last1[id] = last1;
         k->st2[id] = st2;
@@ -564,6 +589,14 @@ static void scratch_spmd(cgt_dtype dt, int mask, const cgt_shape *shape)
         cr_expect_eq(k->st1[id], CG_ERR_NO_MEMORY, "%s: core %d got %d (%s), want CG_ERR_NO_MEMORY",
                      what, id, (int)k->st1[id], cg_status_message(k->st1[id]));
         cr_expect_eq(k->last1[id], k->st1[id], "%s: core %d cg_last_status", what, id);
+        /* every core records the same detail: the core whose allocation failed */
+        expect_core_detail(&f, CG_ERR_NO_MEMORY, k->detail1[id], what);
+        const int first = __builtin_ctz((unsigned)mask);
+        cr_expect(strcmp(k->detail1[id], k->detail1[first]) == 0,
+                  "%s: core %d's detail '%s' differs from core %d's '%s'", what, id, k->detail1[id],
+                  first, k->detail1[first]);
+        cr_expect(k->detail2[id][0] == '\0', "%s: core %d's detail '%s' after the next call", what,
+                  id, k->detail2[id]);
         cr_expect_eq(k->st2[id], CG_OK, "%s: core %d's next call got %d (%s)", what, id,
                      (int)k->st2[id], cg_status_message(k->st2[id]));
         cr_expect_eq(k->last2[id], CG_OK);

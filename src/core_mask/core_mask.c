@@ -11,12 +11,15 @@
  * the slots are never freed no late thread can touch freed memory. */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* syscall() */
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Barrier waiters sleep on a futex where there is one: the completer wakes
@@ -41,7 +44,7 @@
 
 enum {
     CM_CORES = 32,
-    CM_USER_BARS = 16,         /* sys_bar ids 0..15 */
+    CM_USER_BARS = 16, /* sys_bar ids 0..15 */
     /* the library's own barriers (cm_bar_all), one per lowest core of the
      * calling subset, so disjoint subsets of one launch never share one */
     CM_LIB_BARS = CM_USER_BARS,
@@ -93,6 +96,9 @@ typedef struct cm_core {
     bool started;       /* read and written only by the launch owning this core */
     void *scratch;      /* owned by the core's own thread */
     size_t scratch_cap;
+    /* bytes the core's last cm_scratch_all failed to get, 0 if it got them;
+     * written by the core, read by the others of its mask between barriers */
+    size_t scratch_failed;
 } cm_core;
 
 static cm_core g_core[CM_CORES];
@@ -291,7 +297,8 @@ int cm_bar_all(int core_mask, int ok)
 {
     if (core_mask == 0)
         return ok != 0;
-    return bar_sync(CM_LIB_BARS + __builtin_ctz((uint32_t)core_mask), GetCoreNum(core_mask), ok != 0);
+    return bar_sync(CM_LIB_BARS + __builtin_ctz((uint32_t)core_mask), GetCoreNum(core_mask),
+                    ok != 0);
 }
 
 /* ---- per-core scratch ------------------------------------------------ */
@@ -316,6 +323,26 @@ void *cm_core_scratch(size_t bytes)
     c->scratch = p;
     c->scratch_cap = cap;
     return p;
+}
+
+cg_status cm_scratch_all(int core_mask, size_t bytes, void **mem, cg_error *err)
+{
+    *mem = bytes ? cm_core_scratch(bytes) : NULL;
+    cm_core *self = &g_core[tls_core];
+    self->scratch_failed = bytes && !*mem ? bytes : 0;
+    if (cm_bar_all(core_mask, !self->scratch_failed))
+        return CG_OK;
+    /* every core names the same one: the lowest that failed */
+    uint32_t m = (uint32_t)core_mask;
+    while (!g_core[__builtin_ctz(m)].scratch_failed)
+        m &= m - 1;
+    const int id = __builtin_ctz(m);
+    cg_fail(err, CG_ERR_NO_MEMORY,
+            "core %d of core_mask 0x%08x could not allocate %zu bytes of scratch", id,
+            (unsigned)core_mask, g_core[id].scratch_failed);
+    /* no core's next call may overwrite scratch_failed before all have read it */
+    cm_bar_all(core_mask, 1);
+    return CG_ERR_NO_MEMORY;
 }
 
 /* ---- core threads ---------------------------------------------------- */
@@ -377,15 +404,16 @@ static void *core_main(void *p)
 
 /* ---- launching ------------------------------------------------------- */
 
-static bool claim(uint32_t m)
+/* Claims every core of m, or none: returns 0, or the cores of m found busy. */
+static uint32_t claim(uint32_t m)
 {
     uint_least32_t cur = atomic_load_explicit(&g_busy, memory_order_relaxed);
     do {
         if (cur & m)
-            return false;
+            return (uint32_t)(cur & m);
     } while (!atomic_compare_exchange_weak_explicit(&g_busy, &cur, cur | m, memory_order_acq_rel,
                                                     memory_order_relaxed));
-    return true;
+    return 0;
 }
 
 static void release(uint32_t m)
@@ -393,30 +421,39 @@ static void release(uint32_t m)
     atomic_fetch_and_explicit(&g_busy, ~m, memory_order_release);
 }
 
-static bool start_core(cm_core *c)
+/* 0, or the error number of what failed. */
+static int start_core(cm_core *c)
 {
     pthread_attr_t at;
     pthread_t t;
-    if (pthread_attr_init(&at) != 0)
-        return false;
+    int rc = pthread_attr_init(&at);
+    if (rc != 0)
+        return rc;
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED); /* never joined */
     c->start_seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
-    c->started =
-        !cg_fault_should_fail(CG_FAULT_THREAD_START) && pthread_create(&t, &at, core_main, c) == 0;
+    rc = cg_fault_should_fail(CG_FAULT_THREAD_START) ? EAGAIN
+                                                     : pthread_create(&t, &at, core_main, c);
+    c->started = rc == 0;
     pthread_attr_destroy(&at);
-    return c->started;
+    return rc;
 }
 
 /* Threads already started by a failing call stay parked in the pool; the
  * caller only has to give its cores back. */
-static bool start_cores(uint32_t m)
+static cg_status start_cores(uint32_t m, cg_error *err)
 {
     for (; m; m &= m - 1) {
-        cm_core *c = &g_core[__builtin_ctz(m)];
-        if (!c->started && !start_core(c))
-            return false;
+        const int id = __builtin_ctz(m);
+        int rc = g_core[id].started ? 0 : start_core(&g_core[id]);
+        if (rc != 0) {
+            char why[64];
+            if (strerror_r(rc, why, sizeof why) != 0)
+                snprintf(why, sizeof why, "error %d", rc);
+            return cg_fail(err, CG_ERR_THREAD, "the thread of core %d could not be started: %s", id,
+                           why);
+        }
     }
-    return true;
+    return CG_OK;
 }
 
 static cm_launch *prepare(uint32_t m, void (*entry)(void *), void *arg)
@@ -461,21 +498,35 @@ static void wait_done(cm_launch *L)
     pthread_mutex_unlock(&L->done_mu);
 }
 
-CG_API int core_mask_launch(int core_mask, void (*entry)(void *arg), void *arg)
+cg_status cm_run(int core_mask, void (*entry)(void *arg), void *arg, cg_error *err)
 {
     uint32_t m = (uint32_t)core_mask;
-    if (m == 0 || entry == NULL)
-        return cg_record_status(CG_ERR_CORE_MASK);
+    if (m == 0)
+        return cg_fail(err, CG_ERR_CORE_MASK, "core_mask is 0");
+    if (entry == NULL)
+        return cg_fail(err, CG_ERR_CORE_MASK, "entry is NULL");
     pthread_once(&g_once, cm_init);
-    if (!claim(m))
-        return cg_record_status(CG_ERR_CORE_BUSY);
-    if (!start_cores(m)) {
+    uint32_t busy = claim(m);
+    if (busy) {
+        const int core = __builtin_ctz(busy);
+        const bool own = tls_launch && (tls_launch->mask >> core & 1u);
+        return cg_fail(err, CG_ERR_CORE_BUSY, "core %d of core_mask 0x%08x is busy in %s launch",
+                       core, (unsigned)m, own ? "the calling" : "another");
+    }
+    cg_status s = start_cores(m, err);
+    if (s != CG_OK) {
         release(m);
-        return cg_record_status(CG_ERR_THREAD);
+        return s;
     }
     cm_launch *L = prepare(m, entry, arg);
     dispatch(L);
     wait_done(L);
     release(m);
-    return cg_record_status(CG_OK);
+    return CG_OK;
+}
+
+CG_API int core_mask_launch(int core_mask, void (*entry)(void *arg), void *arg)
+{
+    cg_error err;
+    return cg_record(cm_run(core_mask, entry, arg, &err), &err);
 }

@@ -5,6 +5,11 @@
 #define CG_CORE_MASK_INTERNAL_H
 #include <stddef.h>
 #include "convgrad.h"
+#include "status.h"
+
+/* core_mask_launch, with err saying what failed instead of recording it:
+ * for the library's own launches (host mode), whose entry point records. */
+cg_status cm_run(int core_mask, void (*entry)(void *arg), void *arg, cg_error *err);
 
 /* Mask of the launch the calling thread runs in as an emulated core; 0 outside. */
 int cm_launch_mask(void);
@@ -20,4 +25,11 @@ int cm_bar_all(int core_mask, int ok);
  * kept across launches, so steady-state calls allocate nothing. NULL if it
  * cannot grow or the caller is not an emulated core. */
 void *cm_core_scratch(size_t bytes);
+
+/* cm_core_scratch(bytes) on every core of core_mask (a subset of the calling
+ * launch) at once, *mem NULL for 0 bytes: CG_OK on every core if every core
+ * got its scratch, else CG_ERR_NO_MEMORY on every core, each with the same
+ * err naming the first core of core_mask that failed and its byte count.
+ * Agreeing first means a failure leaves every output untouched. */
+cg_status cm_scratch_all(int core_mask, size_t bytes, void **mem, cg_error *err);
 #endif
