@@ -26,7 +26,9 @@
  *     output buffer (real or dummy) bit-for-bit untouched; the public
  *     function and cg_conv2d_run agree on it;
  *   - the inputs and the descriptor are never written;
- *   - a public function returns what cg_last_status() then reports;
+ *   - a public function returns what cg_last_status() then reports, and
+ *     cg_last_error_detail() is "" after CG_OK, else a sentence that names
+ *     no field of the operator's (cg_conv2d_run and cg_conv2d_check too);
  *   - cg_conv2d_check agrees with the validator; cg_conv2d_output_h/_w
  *     follow the header's formula when it says CG_OK, else return 0.
  * A valid input whose tensors are too large to allocate, or whose reference
@@ -46,6 +48,7 @@
 #include "conv2d_reference.h"
 #include "convgrad.h"
 #include "fuzz_common.h"
+#include "support.h" /* cgt_names_operator_field (inline) */
 
 enum {
     MAX_ELEMS = 4096,  /* a tensor is real only up to this many elements */
@@ -379,6 +382,15 @@ typedef struct call {
     float *out;
 } call;
 
+/* The detail the last call left: "" after CG_OK, else a sentence in
+ * cg_conv2d's own words (no operator field). */
+static void check_detail(const char *what, cg_status s)
+{
+    const char *d = cg_last_error_detail();
+    if (s == CG_OK ? d[0] != '\0' : d[0] == '\0' || cgt_names_operator_field(d))
+        fail("%s: status %d with detail '%s'", what, (int)s, d);
+}
+
 /* The public function of op; checks its return against cg_last_status(). */
 static cg_status call_public(const fuzz_case *fc, const call *k, int expect_null)
 {
@@ -404,13 +416,16 @@ static cg_status call_public(const fuzz_case *fc, const call *k, int expect_null
     if (ret != last)
         fail("cg_conv2d_%s returned %d but cg_last_status() says %d", op_names[fc->op], (int)ret,
              (int)last);
+    check_detail(op_names[fc->op], ret);
     return ret;
 }
 
 static cg_status call_run(const fuzz_case *fc, const call *k, int64_t tile_rows)
 {
-    return cg_conv2d_run(fc->op, k->conv, k->in0, k->in1, k->bias, k->out, fc->core_mask,
-                         tile_rows);
+    cg_status s =
+        cg_conv2d_run(fc->op, k->conv, k->in0, k->in1, k->bias, k->out, fc->core_mask, tile_rows);
+    check_detail("cg_conv2d_run", s);
+    return s;
 }
 
 /* ---- checking a CG_OK result against the reference ----------------------- */
@@ -460,6 +475,7 @@ static void check_helpers(const fuzz_case *fc, const expectation *e)
 {
     const cg_conv2d *c = &fc->conv;
     cg_status s = cg_conv2d_check(c);
+    check_detail("cg_conv2d_check", s);
     if (s == CG_OK ? e->desc_errs != 0 : (s > 0 || s < -31 || !(e->desc_may & ERR_BIT(s))))
         fail("cg_conv2d_check = %d (%s); the descriptor deserves %s (error bits 0x%x)", (int)s,
              cg_status_message(s), e->desc_errs ? "errors" : "CG_OK", e->desc_may);

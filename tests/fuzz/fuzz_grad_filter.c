@@ -24,7 +24,8 @@
  *     invalid input returning CG_OK is a finding (its tensors may be dummies);
  *   - dy, x, bias and the ConvParameter are never written;
  *   - cg_status_message is non-empty; the cg_ variants return what
- *     cg_last_status() then reports; the two size helpers agree with the
+ *     cg_last_status() then reports; cg_last_error_detail() is "" exactly
+ *     after CG_OK (on each core in SPMD mode); the two size helpers agree with the
  *     contract's formulas (or return 0 for invalid parameters).
  * A valid input whose tensors or workspace are too large to allocate, or
  * whose reference would be too slow, is skipped (returns -1: not kept).
@@ -459,6 +460,9 @@ static cg_status call_once(const job *j)
     cg_status s = cg_last_status();
     if (c->status_api && ret != s)
         fail("cg_ variant returned %d but cg_last_status() says %d", (int)ret, (int)s);
+    const char *d = cg_last_error_detail();
+    if ((s == CG_OK) != (d[0] == '\0'))
+        fail("status %d with detail '%s' (\"\" exactly after CG_OK)", (int)s, d);
     return s;
 }
 
