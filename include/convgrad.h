@@ -105,7 +105,7 @@ typedef enum cg_status {
     CG_ERR_BATCH_MISMATCH = -7,   /**< input_batch_ != output_batch_ */
     CG_ERR_BUFFER_TOO_SMALL = -8, /**< buffer_size_ under 2*(Kh*Kw*Cin/G)*sizeof(dtype) */
     CG_ERR_CORE_MASK = -9,        /**< core_mask is 0, or (SPMD `_s`) names a core outside
-                                       the calling launch */
+                                       the calling launch, or core_mask_launch's entry is NULL */
     CG_ERR_OVERFLOW = -10,        /**< an element or byte count overflows (cg_conv2d: or an
                                        image plane, in_h*in_w or OH*OW, exceeds INT_MAX) */
     CG_ERR_CORE_BUSY = -11,       /**< a core of the mask is busy in another launch */
@@ -211,7 +211,8 @@ typedef enum cg_layout {
  *
  * Forward, input gradient, weight gradient and bias gradient run on the
  * cores of a core_mask, called from an ordinary thread (the library launches
- * the cores). Every output is overwritten (=), never accumulated into.
+ * the cores; called on an emulated core, they return CG_ERR_INSIDE_LAUNCH).
+ * Every output is overwritten (=), never accumulated into.
  * Validation comes first: on any error nothing is written.
  *
  * Formula: with iy = oh*stride_h + kh*dilation_h - pad_top and

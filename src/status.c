@@ -52,28 +52,28 @@ CG_API const char *cg_status_message(cg_status s)
     case CG_OK:
         return "success";
     case CG_ERR_NULL_POINTER:
-        return "a required pointer is NULL (a tensor, the parameters, or workspace_)";
+        return "a required pointer is NULL (a tensor, the parameters or the workspace)";
     case CG_ERR_BAD_SIZE:
         return "a size is not positive (batch, input/output height or width, channels or kernel "
                "size)";
     case CG_ERR_BAD_GROUP:
-        return "group_ must be >= 1 and divide both input_channel_ and output_channel_";
+        return "the group count must be >= 1 and divide both channel counts";
     case CG_ERR_BAD_STRIDE:
-        return "stride_h_ and stride_w_ must be >= 1";
+        return "a stride is below 1";
     case CG_ERR_BAD_DILATION:
-        return "dilation_h_ and dilation_w_ must be >= 1";
+        return "a dilation is below 1";
     case CG_ERR_BAD_PAD:
-        return "pad_l_, pad_u_, pad_d_ and pad_r_ must be >= 0";
+        return "a pad is negative";
     case CG_ERR_BATCH_MISMATCH:
         return "input_batch_ must equal output_batch_";
     case CG_ERR_BUFFER_TOO_SMALL:
         return "buffer_size_ (bytes) is under its lower bound 2*(Kh*Kw*Cin/G)*sizeof(dtype); "
                "see cg_grad_filter_min_buffer_size";
     case CG_ERR_CORE_MASK:
-        return "core_mask is 0, or names a core outside the calling launch";
+        return "core_mask is 0, names a core outside the calling launch, or the entry is NULL";
     case CG_ERR_OVERFLOW:
-        return "an element or byte count of these sizes overflows (size_t, or int for "
-               "buffer_size_)";
+        return "an element or byte count of these sizes overflows (a size_t, or an int where "
+               "the API holds it in one)";
     case CG_ERR_CORE_BUSY:
         return "a core of core_mask is busy in another launch";
     case CG_ERR_NO_MEMORY:
