@@ -3,8 +3,8 @@
  * set, for core masks 0b1, 0b11, ... up to the machine's CPUs, against its
  * peers measured in the same run: oneDNN backward-weights, a plain im2col +
  * OpenBLAS sgemm, and the machine's limits (an FMA loop at the widest vector
- * width, OpenBLAS sgemm on a large square product). See --help and the
- * README's section "The benchmark: convgrad-bench".
+ * width, OpenBLAS sgemm on a large square product). See --help and
+ * docs/benchmarks.md.
  *
  * Timing: interleaved rounds (each round runs every implementation and core
  * count once, in a rotating order), after warm-up runs; medians are kept.

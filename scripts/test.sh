@@ -125,7 +125,7 @@ ctest_stage() {
 }
 
 # The sanitizer trees also run convgrad-stress for a while with a fixed seed
-# (README.md, "Stress testing: convgrad-stress"): concurrent launches on
+# (docs/testing.md, "Stress testing: convgrad-stress"): concurrent launches on
 # random masks under ASan+UBSan and TSan. CONVGRAD_STRESS_SECONDS changes
 # the time (default 60).
 STRESS_SEED=0x5eed57e55
@@ -137,7 +137,7 @@ stress_run() {
     return "${PIPESTATUS[0]}"
 }
 
-# build/fuzz: the libFuzzer targets, built with clang (README.md, "Fuzzing"):
+# build/fuzz: the libFuzzer targets, built with clang (docs/testing.md, "Fuzzing"):
 # fuzz_grad_filter, then fuzz_conv2d, each its own stage.
 # CONVGRAD_FUZZ_SECONDS changes fuzz_grad_filter's time (default 45),
 # CONVGRAD_FUZZ_CONV2D_SECONDS fuzz_conv2d's (default 30).

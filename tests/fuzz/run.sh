@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Runs a libFuzzer target of a fuzz tree (README.md, "Fuzzing"):
+# Runs a libFuzzer target of a fuzz tree (docs/testing.md, "Fuzzing"):
 #
 #   bash tests/fuzz/run.sh BUILD_DIR [SECONDS] [JOBS] [TARGET]
 #
