@@ -25,9 +25,9 @@
  * weights, so the two runs follow the same curve up to rounding.
  *
  * The target: the default run (8000 training and 2000 held-out images,
- * 6 epochs, batch 64) reaches >= 95% held-out accuracy (98.2-99.1% over
- * seeds 1-12) in about 3-5 s on 2 cores of a 2-CPU x86-64 VM (AVX-512), well
- * under a minute. The exit status is 1 when the target is missed (--help
+ * 6 epochs, batch 64) reaches >= 95% held-out accuracy (98-99% over
+ * seeds) in under 10 s on 2 cores (docs/training.md has the figures and the
+ * CPU they were measured on). The exit status is 1 when the target is missed (--help
  * lists them all).
  * --quick (1000 training and 300 held-out images, 2 epochs, batch 16, lr
  * 0.005; under a second here, a few seconds under TSan) is a smoke test
@@ -765,9 +765,9 @@ static void usage(FILE *f)
             "input gradient, weight gradient, bias gradient) runs on convgrad's cg_conv2d_*\n"
             "on the cores of the mask; the rest is plain C.\n"
             "\n"
-            "Target: held-out accuracy >= %.0f%%, which the default run reaches in about\n"
-            "3-5 s on 2 cores (98-99%% over seeds 1-12); under --quick, that the training\n"
-            "loss falls.\n"
+            "Target: held-out accuracy >= %.0f%%, which the default run reaches in under\n"
+            "10 s on 2 cores (98-99%% over seeds; docs/training.md); under --quick, that\n"
+            "the training loss falls.\n"
             "\n"
             "  --cores N        run the convolutions on cores 0..N-1 (1-32; default: one\n"
             "                   per online CPU)\n"
