@@ -27,9 +27,9 @@ static void im2col(const bench_shape *s, const float *x, float *col)
             for (int ow = 0; ow < s->ow; ++ow) {
                 for (int g = 0; g < G; ++g) {
                     for (int kh = 0; kh < s->kh; ++kh) {
-                        const int iy = oh * s->stride + kh * s->dil - s->pad;
+                        const int iy = oh * s->sh + kh * s->dil_h - s->ph;
                         for (int kw = 0; kw < s->kw; ++kw) {
-                            const int ix = ow * s->stride + kw * s->dil - s->pad;
+                            const int ix = ow * s->sw + kw * s->dil_w - s->pw;
                             if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w) {
                                 memset(out, 0, (size_t)Cip * sizeof(float));
                             } else {

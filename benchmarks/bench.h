@@ -3,6 +3,7 @@
  *
  *   main.c      options, the layer set, the interleaved rounds, the checks, the reports
  *   limits.c    the machine's limits (FMA loop, OpenBLAS sgemm) and the launch/barrier costs
+ *   shapes.c    --shapes: layers in oneDNN benchdnn's convolution descriptor syntax
  *   baseline.c  the plain im2col + OpenBLAS sgemm peer
  *   onednn.c    the oneDNN peers: backward-weights, and the training step's forward,
  *               backward-data and backward-weights primitives (stubs when oneDNN is not
@@ -20,18 +21,27 @@
 #include "convgrad.h"
 #include "tool_info.h"
 
-/* One convolution of the built-in layer set. */
+/* One convolution of the layer set (built in, or read by --shapes). ph, pw are
+ * the top and left pads; dil_h, dil_w count from 1 (1 = none), as the library's. */
 typedef struct bench_layer {
     const char *name;
-    int n, h, w, cin, cout, kh, kw, stride, pad, dil, group;
+    int n, h, w, cin, cout, kh, kw, sh, sw, ph, pw, dil_h, dil_w, group;
+    int oh, ow; /* 0: the forward formula's, with pads ph, pw on both sides */
 } bench_layer;
 
-/* The layer's shape, with the forward formula's output size. */
+/* The layer's shape, with its output size. */
 typedef struct bench_shape {
-    int n, h, w, cin, cout, kh, kw, stride, pad, dil, group;
+    int n, h, w, cin, cout, kh, kw, sh, sw, ph, pw, dil_h, dil_w, group;
     int oh, ow;
     int pad_r, pad_d; /* the far-side pads that make the forward formula give oh, ow exactly */
 } bench_shape;
+
+/* ---- shapes.c ------------------------------------------------------------ */
+/* Reads the layers of a --shapes file (one benchdnn descriptor a line, e.g.
+ * mb8ic64ih56oc64oh56kh3ph1n"res2a"; # comments, blank lines). 0 and a
+ * malloc'd array (names malloc'd too), or -1 and a message naming the file and
+ * the line in err. */
+int bench_read_shapes(const char *path, bench_layer **layers, int *n, char *err, size_t errlen);
 
 double bench_now(void);           /* monotonic seconds */
 void bench_sleep_ms(double ms);
@@ -42,8 +52,9 @@ typedef struct fma_result {
     const char *isa; /* "avx512f", "avx2+fma" or "scalar" */
     double gflops;
 } fma_result;
-/* Widest FMA loop the CPU has, on `threads` threads at once (total GFLOP/s). */
-fma_result bench_fma_limit(int threads, int quick);
+/* The FMA loop of `bits` (512, 256; 0: the widest the CPU has) on `threads`
+ * threads at once (total GFLOP/s); a width the CPU lacks gives its widest. */
+fma_result bench_fma_limit(int threads, int bits, int quick);
 /* The AVX2+FMA loop only (0 if the CPU lacks it), for context next to OpenBLAS's kernels. */
 double bench_fma_avx2(int threads, int quick);
 /* OpenBLAS sgemm on an n x n x n product with `threads` OpenBLAS threads; restores 1. */
@@ -108,8 +119,10 @@ int onednn_train_dw_ohwi(onednn_train *c, float *dw);
 void onednn_train_destroy(onednn_train *c);
 
 /* ---- main.c: the layer set, the results, the report helpers ------------- */
-extern const bench_layer bench_layers[];
-extern const int bench_nlayers;
+/* The run's layer set: the built-in one, or --shapes's. */
+extern const bench_layer *bench_layers;
+extern int bench_nlayers;
+enum { BENCH_MAX_LAYERS = 4096 };
 
 enum impl { IMPL_CONVGRAD, IMPL_ONEDNN, IMPL_BASELINE, NIMPL };
 enum dtype { DT_FP32, DT_FP16 };
@@ -119,10 +132,14 @@ const char *impl_key(int impl, int dtype);   /* the CSV's names */
 bench_shape shape_of(const bench_layer *L);
 double layer_flops(const bench_shape *s);    /* 2*N*OH*OW*Cout*Kh*Kw*Cin/G */
 
-/* One implementation, dtype and mask on one layer: medians of the timed rounds. */
+/* One implementation, dtype and mask on one layer: medians of the timed
+ * (interleaved) rounds, and of the warm burst after them (back-to-back calls;
+ * warm_reps 0: none). */
 typedef struct result {
     int layer, impl, dtype, mask, cores, reps;
     double median_ms, min_ms, max_ms, gflops;
+    int warm_reps;
+    double warm_ms, warm_gflops;
     double reorder_ms; /* oneDNN: the conversion to OHWI, not in median_ms */
     int ok;
     char check_desc[200];
@@ -136,6 +153,9 @@ extern int g_nresults;
 extern int g_reps_asked;
 /* The result with a median for (layer, impl, dtype, cores), or NULL. */
 const result *find_result(int layer, int impl, int dtype, int cores);
+/* The figure the targets judge: the warm median when there is one, else the
+ * interleaved median (ms). */
+double judged_ms(const result *r);
 
 /* ---- the training step: cg_conv2d_* against oneDNN's three primitives ---- */
 enum train_impl { TRAIN_CONVGRAD, TRAIN_ONEDNN, NTRAIN };
@@ -174,6 +194,7 @@ typedef struct limits {
     double fma[33], fma_avx2[33], sgemm[33];
     const char *fma_isa;
     int sgemm_n;
+    const char *fma_note; /* why that width: the kernel set that runs */
 } limits;
 
 extern limits g_lim;

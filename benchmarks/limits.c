@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The machine's limits, measured in the same run as the layers:
- *  - an FMA loop at the widest vector width the CPU has (AVX-512F when
- *    __builtin_cpu_supports says so, else AVX2+FMA, else scalar fmaf), with
+ *  - an FMA loop at the vector width of the library's kernels (the widest the
+ *    CPU has: AVX-512F when __builtin_cpu_supports says so, else AVX2+FMA,
+ *    else scalar fmaf; AVX2+FMA under --isa avx2), with
  *    many independent accumulators so that it is throughput-bound, on 1..k
  *    threads at once;
  *  - OpenBLAS sgemm on a large square product, at 1 and k threads;
@@ -192,9 +193,12 @@ static double fma_measure(enum fma_kind kind, int threads, int quick)
     return best;
 }
 
-fma_result bench_fma_limit(int threads, int quick)
+fma_result bench_fma_limit(int threads, int bits, int quick)
 {
     enum fma_kind k = widest_fma();
+    /* narrower than the widest only on request (--isa avx2 on an AVX-512 CPU) */
+    if (bits == 256 && k == FMA_512)
+        k = FMA_256;
     fma_result r;
     r.isa = k == FMA_512 ? "avx512f" : k == FMA_256 ? "avx2+fma" : "scalar";
     r.gflops = fma_measure(k, threads, quick);

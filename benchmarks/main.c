@@ -52,27 +52,39 @@
 
 /* ---- the built-in layer set --------------------------------------------- */
 
-const bench_layer bench_layers[] = {
-    /* name            N    H    W  Cin Cout Kh Kw s pad dil  G */
-    {"r50_3x3_56", 8, 56, 56, 64, 64, 3, 3, 1, 1, 1, 1},
-    {"r50_3x3_28", 8, 28, 28, 128, 128, 3, 3, 1, 1, 1, 1},
-    {"r50_3x3_14", 8, 14, 14, 256, 256, 3, 3, 1, 1, 1, 1},
-    {"r50_3x3_7", 8, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1},
-    {"r50_3x3_56_s2", 8, 56, 56, 128, 128, 3, 3, 2, 1, 1, 1},
-    {"stem_7x7_s2", 8, 224, 224, 3, 64, 7, 7, 2, 3, 1, 1},
-    {"r50_1x1_56", 16, 56, 56, 64, 256, 1, 1, 1, 0, 1, 1},
-    {"r50_1x1_14", 16, 14, 14, 1024, 256, 1, 1, 1, 0, 1, 1},
-    {"mbv1_dw_112", 32, 112, 112, 32, 32, 3, 3, 1, 1, 1, 32},
-    {"mbv1_dw_56", 32, 56, 56, 128, 128, 3, 3, 1, 1, 1, 128},
-    {"mbv1_dw_28_s2", 64, 28, 28, 256, 256, 3, 3, 2, 1, 1, 256},
-    {"rnx_g32_56", 8, 56, 56, 128, 128, 3, 3, 1, 1, 1, 32},
-    {"dil2_3x3_28", 8, 28, 28, 256, 256, 3, 3, 1, 2, 2, 1},
-    {"r50_3x3_56_n1", 1, 56, 56, 64, 64, 3, 3, 1, 1, 1, 1},
+/* stride, pad and dilation alike in h and w; oh, ow from the forward formula */
+#define SQUARE(name, n, h, w, cin, cout, k, st, pad, dil, g)                                       \
+    {                                                                                              \
+        name, n, h, w, cin, cout, k, k, st, st, pad, pad, dil, dil, g, 0, 0                        \
+    }
+static const bench_layer builtin_layers[] = {
+    /*     name            N    H    W  Cin Cout  K  s pad dil  G */
+    SQUARE("r50_3x3_56", 8, 56, 56, 64, 64, 3, 1, 1, 1, 1),
+    SQUARE("r50_3x3_28", 8, 28, 28, 128, 128, 3, 1, 1, 1, 1),
+    SQUARE("r50_3x3_14", 8, 14, 14, 256, 256, 3, 1, 1, 1, 1),
+    SQUARE("r50_3x3_7", 8, 7, 7, 512, 512, 3, 1, 1, 1, 1),
+    SQUARE("r50_3x3_56_s2", 8, 56, 56, 128, 128, 3, 2, 1, 1, 1),
+    SQUARE("stem_7x7_s2", 8, 224, 224, 3, 64, 7, 2, 3, 1, 1),
+    SQUARE("r50_1x1_56", 16, 56, 56, 64, 256, 1, 1, 0, 1, 1),
+    SQUARE("r50_1x1_14", 16, 14, 14, 1024, 256, 1, 1, 0, 1, 1),
+    SQUARE("mbv1_dw_112", 32, 112, 112, 32, 32, 3, 1, 1, 1, 32),
+    SQUARE("mbv1_dw_56", 32, 56, 56, 128, 128, 3, 1, 1, 1, 128),
+    SQUARE("mbv1_dw_28_s2", 64, 28, 28, 256, 256, 3, 2, 1, 1, 256),
+    SQUARE("rnx_g32_56", 8, 56, 56, 128, 128, 3, 1, 1, 1, 32),
+    SQUARE("dil2_3x3_28", 8, 28, 28, 256, 256, 3, 1, 2, 2, 1),
+    SQUARE("r50_3x3_56_n1", 1, 56, 56, 64, 64, 3, 1, 1, 1, 1),
 };
-enum { NLAYERS = (int)(sizeof bench_layers / sizeof bench_layers[0]) };
-const int bench_nlayers = NLAYERS;
+#undef SQUARE
+const bench_layer *bench_layers = builtin_layers;
+int bench_nlayers = (int)(sizeof builtin_layers / sizeof builtin_layers[0]);
 
 enum { DEFAULT_REPS = 40, QUICK_REPS = 2, DEFAULT_WARMUP = 2, QUICK_WARMUP = 1 };
+/* The warm burst after the interleaved rounds, per (implementation, mask): one
+ * untimed call, then back-to-back timed calls for this long (3 at least); none
+ * for a call slower than WARM_MAX_CALL_S, whose interleaved figure stands (so
+ * long a call is not helped by warm caches, and a burst would cost seconds). */
+enum { DEFAULT_WARM_MS = 300, QUICK_WARM_MS = 50, WARM_MIN_CALLS = 3, WARM_MAX_CALLS = 200 };
+static const double WARM_MAX_CALL_S = 0.5;
 /* Timed rounds of the training step per layer and mask (of the layer's --reps),
  * fewer than the filter gradient's: a step costs three convolutions. */
 enum { DEFAULT_TRAIN_REPS = 20 };
@@ -251,10 +263,13 @@ typedef struct options {
     int fp32, fp16;
     int masks[32];
     int nmasks;
-    int layers[NLAYERS];
+    int layers[BENCH_MAX_LAYERS];
     int nlayers;
     double settle_ms;
     int no_plots;
+    const char *isa;    /* --isa, or NULL */
+    const char *shapes; /* --shapes FILE, or NULL */
+    int warm_ms;        /* each warm burst's time budget; 0: no warm figures */
 } options;
 
 static void usage(FILE *f)
@@ -262,13 +277,40 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: convgrad-bench [options]\n"
             "\n"
-            "Runs fp_conv_grad_filter_s (host mode) on the built-in layer set for core masks\n"
-            "0b1, 0b11, ... up to the CPU count, against oneDNN backward-weights, a plain\n"
-            "im2col + OpenBLAS sgemm baseline and the machine's limits, and the whole fp32\n"
-            "training step (cg_conv2d_*) against oneDNN's, all in one run; checks every\n"
-            "result; prints tables and writes CSV and PNG plots.\n"
+            "Runs fp_conv_grad_filter_s (host mode) on the built-in layer set (or --shapes's)\n"
+            "for core masks 0b1, 0b11, ... up to the CPU count, against oneDNN\n"
+            "backward-weights, a plain im2col + OpenBLAS sgemm baseline and the machine's\n"
+            "limits, and the whole fp32 training step (cg_conv2d_*) against oneDNN's, all in\n"
+            "one run; checks every result; prints tables (warm and interleaved figures) and\n"
+            "writes CSV and PNG plots.\n"
             "\n"
             "  --layers a,b,c   layers to run, by name (default: all; --list shows them)\n"
+            "  --shapes FILE    the layers of FILE instead of the built-in set: one oneDNN\n"
+            "                   benchdnn convolution descriptor a line, e.g.\n"
+            "                     mb8ic64ih56oc64oh56kh3ph1n\"res2a\"\n"
+            "                   keys g mb ic ih iw oc oh ow kh kw sh sw ph pw dh dw, n\"name\";\n"
+            "                   '_' ignored, '#' to the end of a line a comment, blank lines\n"
+            "                   skipped; as benchdnn: mb 2, g 1, sh 1, ph 0, dh 0 by default,\n"
+            "                   the w values default to the h ones, dilation counts from 0\n"
+            "                   (dh0: none), ph is the top pad (the bottom one makes oh come\n"
+            "                   out), oh absent is (ih + 2ph - (kh-1)(dh+1) - 1)/sh + 1, oh\n"
+            "                   given with ph absent gives ph; unnamed layers are named by\n"
+            "                   their line. A malformed line: its number and why, exit 2\n"
+            "  --isa ISA        run the library on that kernel set: avx512, avx2 or ref (sets\n"
+            "                   CONVGRAD_ISA before the library's first call; without --isa,\n"
+            "                   CONVGRAD_ISA from the environment is honoured). The CPU caps\n"
+            "                   it (avx512 on an AVX2-only CPU runs avx2); the header, the\n"
+            "                   CSV rows and metadata.csv say \"requested X, running Y\". The\n"
+            "                   FMA limit is measured at the running kernels' width (ref:\n"
+            "                   the CPU's widest FMA loop, what this CPU can do); the peers\n"
+            "                   (oneDNN, OpenBLAS) are not capped\n"
+            "  --warm-ms X      each warm burst's time budget (default %d, --quick %d; 0: no\n"
+            "                   warm figures): after the interleaved rounds, per implementation\n"
+            "                   and mask, one untimed call then back-to-back calls for X ms (%d\n"
+            "                   at least), median = the \"warm (repeated calls)\" figure, beside\n"
+            "                   the interleaved one (each call after other work: what a\n"
+            "                   training loop sees); the targets judge the warm figures. No\n"
+            "                   burst for a call over %.1f s (the interleaved figure stands)\n"
             "  --reps N         timed rounds per layer (default %d; the median is kept)\n"
             "  --warmup N       untimed runs of each implementation first (default %d)\n"
             "  --train-reps N   timed rounds of the training step (cg_conv2d_* forward + backward\n"
@@ -285,7 +327,7 @@ static void usage(FILE *f)
             "  --settle-ms X    pause after a multi-threaded peer's run, so that its spinning\n"
             "                   threads sleep before the next measurement (default %.0f)\n"
             "  --no-plots       do not run gnuplot\n"
-            "  --list           list the layer set and exit\n"
+            "  --list           list the layer set (--shapes's when given) and exit\n"
             "  --version        print \"convgrad-bench VERSION\" (the library's) and exit\n"
             "  --help           this text\n"
             "\n"
@@ -293,8 +335,8 @@ static void usage(FILE *f)
             "a call failed, an output could not be written, e.g. an --out that cannot be\n"
             "made, or memory ran out); 2 on bad usage (an unknown option or a bad value).\n"
             "Targets missed are reported, not an error.\n",
-            DEFAULT_REPS, DEFAULT_WARMUP, DEFAULT_TRAIN_REPS, QUICK_REPS, QUICK_WARMUP, DEFAULT_OUT,
-            SETTLE_MS);
+            DEFAULT_WARM_MS, QUICK_WARM_MS, WARM_MIN_CALLS, WARM_MAX_CALL_S, DEFAULT_REPS,
+            DEFAULT_WARMUP, DEFAULT_TRAIN_REPS, QUICK_REPS, QUICK_WARMUP, DEFAULT_OUT, SETTLE_MS);
 }
 
 static int parse_int(const char *s, long *out)
@@ -320,10 +362,61 @@ static int parse_int(const char *s, long *out)
 
 static int find_layer(const char *name)
 {
-    for (int i = 0; i < NLAYERS; ++i)
+    for (int i = 0; i < bench_nlayers; ++i)
         if (strcmp(bench_layers[i].name, name) == 0)
             return i;
     return -1;
+}
+
+/* --list: the run's layer set (--shapes's when given), then exit. */
+static void list_layers(void)
+{
+    printf("%-15s %4s %4s %4s %5s %5s %2s %2s %5s %5s %5s %5s %5s %5s\n", "layer", "N", "H", "W",
+           "Cin", "Cout", "Kh", "Kw", "sh,sw", "ph,pw", "dh,dw", "group", "OH", "OW");
+    for (int l = 0; l < bench_nlayers; ++l) {
+        const bench_layer *L = &bench_layers[l];
+        bench_shape s = shape_of(L);
+        char st[32], pd[32], dl[32];
+        snprintf(st, sizeof st, "%d,%d", L->sh, L->sw);
+        snprintf(pd, sizeof pd, "%d,%d", L->ph, L->pw);
+        snprintf(dl, sizeof dl, "%d,%d", L->dil_h - 1, L->dil_w - 1); /* benchdnn's, from 0 */
+        printf("%-15s %4d %4d %4d %5d %5d %2d %2d %5s %5s %5s %5d %5d %5d\n", L->name, L->n, L->h,
+               L->w, L->cin, L->cout, L->kh, L->kw, st, pd, dl, L->group, s.oh, s.ow);
+    }
+    exit(TOOL_EXIT_OK);
+}
+
+/* --layers a,b,c (NULL or "all": every layer of the set) into o->layers. */
+static int parse_layers(const char *arg, options *o)
+{
+    o->nlayers = 0;
+    if (!arg || !strcmp(arg, "all")) {
+        for (int l = 0; l < bench_nlayers; ++l)
+            o->layers[o->nlayers++] = l;
+        return 0;
+    }
+    char *buf = strdup(arg);
+    if (!buf)
+        out_of_memory(strlen(arg) + 1);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int l = find_layer(tok);
+        if (l < 0) {
+            fprintf(stderr, "convgrad-bench: no layer '%s' (--list shows the set)\n", tok);
+            free(buf);
+            return -1;
+        }
+        int dup = 0;
+        for (int k = 0; k < o->nlayers; ++k)
+            dup |= o->layers[k] == l;
+        if (!dup)
+            o->layers[o->nlayers++] = l;
+    }
+    free(buf);
+    if (!o->nlayers) {
+        fprintf(stderr, "convgrad-bench: --layers is empty\n");
+        return -1;
+    }
+    return 0;
 }
 
 static int parse_options(int argc, char **argv, options *o)
@@ -335,9 +428,9 @@ static int parse_options(int argc, char **argv, options *o)
     o->train_reps = -1;
     o->fp32 = o->fp16 = 1;
     o->settle_ms = SETTLE_MS;
-    for (int i = 0; i < NLAYERS; ++i)
-        o->layers[i] = i;
-    o->nlayers = NLAYERS;
+    o->warm_ms = -1;
+    int list = 0;
+    const char *layers_arg = NULL; /* resolved once --shapes is read */
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -357,14 +450,24 @@ static int parse_options(int argc, char **argv, options *o)
             printf("convgrad-bench %s\n", cg_version());
             exit(TOOL_EXIT_OK);
         } else if (!strcmp(a, "--list")) {
-            printf("%-15s %4s %4s %4s %5s %5s %2s %2s %6s %3s %3s %5s\n", "layer", "N", "H", "W",
-                   "Cin", "Cout", "Kh", "Kw", "stride", "pad", "dil", "group");
-            for (int l = 0; l < NLAYERS; ++l) {
-                const bench_layer *L = &bench_layers[l];
-                printf("%-15s %4d %4d %4d %5d %5d %2d %2d %6d %3d %3d %5d\n", L->name, L->n, L->h,
-                       L->w, L->cin, L->cout, L->kh, L->kw, L->stride, L->pad, L->dil, L->group);
+            list = 1;
+        } else if (!strcmp(a, "--isa")) {
+            NEED_VALUE();
+            if (tool_isa_check(v) != 0) {
+                fprintf(stderr, "convgrad-bench: --isa is avx512, avx2 or ref, not '%s'\n", v);
+                return -1;
             }
-            exit(TOOL_EXIT_OK);
+            o->isa = v;
+        } else if (!strcmp(a, "--shapes")) {
+            NEED_VALUE();
+            o->shapes = v;
+        } else if (!strcmp(a, "--warm-ms")) {
+            NEED_VALUE();
+            if (parse_int(v, &n) || n > 60000) {
+                fprintf(stderr, "convgrad-bench: --warm-ms wants milliseconds, not '%s'\n", v);
+                return -1;
+            }
+            o->warm_ms = (int)n;
         } else if (!strcmp(a, "--quick")) {
             o->quick = 1;
         } else if (!strcmp(a, "--no-plots")) {
@@ -418,30 +521,7 @@ static int parse_options(int argc, char **argv, options *o)
             }
         } else if (!strcmp(a, "--layers")) {
             NEED_VALUE();
-            char buf[1024];
-            snprintf(buf, sizeof buf, "%s", v);
-            o->nlayers = 0;
-            if (!strcmp(buf, "all")) {
-                for (int l = 0; l < NLAYERS; ++l)
-                    o->layers[o->nlayers++] = l;
-                continue;
-            }
-            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-                int l = find_layer(tok);
-                if (l < 0) {
-                    fprintf(stderr, "convgrad-bench: no layer '%s' (--list shows the set)\n", tok);
-                    return -1;
-                }
-                int dup = 0;
-                for (int k = 0; k < o->nlayers; ++k)
-                    dup |= o->layers[k] == l;
-                if (!dup)
-                    o->layers[o->nlayers++] = l;
-            }
-            if (!o->nlayers) {
-                fprintf(stderr, "convgrad-bench: --layers is empty\n");
-                return -1;
-            }
+            layers_arg = v;
         } else if (!strcmp(a, "--masks")) {
             NEED_VALUE();
             char buf[1024];
@@ -468,6 +548,26 @@ static int parse_options(int argc, char **argv, options *o)
         }
 #undef NEED_VALUE
     }
+    /* before the library's first call: it reads CONVGRAD_ISA once, at its first kernel use */
+    if (o->isa && setenv("CONVGRAD_ISA", o->isa, 1) != 0) {
+        fprintf(stderr, "convgrad-bench: cannot set CONVGRAD_ISA: %s\n", strerror(errno));
+        return -1;
+    }
+    if (o->shapes) {
+        bench_layer *read;
+        char err[1400];
+        if (bench_read_shapes(o->shapes, &read, &bench_nlayers, err, sizeof err) != 0) {
+            fprintf(stderr, "convgrad-bench: %s\n", err);
+            return -1;
+        }
+        bench_layers = read; /* the process's layer set from here on */
+    }
+    if (list)
+        list_layers();
+    if (parse_layers(layers_arg, o) != 0)
+        return -1;
+    if (o->warm_ms < 0)
+        o->warm_ms = o->quick ? QUICK_WARM_MS : DEFAULT_WARM_MS;
     if (o->reps < 0)
         o->reps = o->quick ? QUICK_REPS : DEFAULT_REPS;
     if (o->warmup < 0)
@@ -500,14 +600,17 @@ bench_shape shape_of(const bench_layer *L)
     s.cout = L->cout;
     s.kh = L->kh;
     s.kw = L->kw;
-    s.stride = L->stride;
-    s.pad = L->pad;
-    s.dil = L->dil;
+    s.sh = L->sh;
+    s.sw = L->sw;
+    s.ph = L->ph;
+    s.pw = L->pw;
+    s.dil_h = L->dil_h;
+    s.dil_w = L->dil_w;
     s.group = L->group;
-    s.oh = (s.h + 2 * s.pad - s.dil * (s.kh - 1) - 1) / s.stride + 1;
-    s.ow = (s.w + 2 * s.pad - s.dil * (s.kw - 1) - 1) / s.stride + 1;
-    s.pad_d = (s.oh - 1) * s.stride + s.dil * (s.kh - 1) + 1 - s.h - s.pad;
-    s.pad_r = (s.ow - 1) * s.stride + s.dil * (s.kw - 1) + 1 - s.w - s.pad;
+    s.oh = L->oh ? L->oh : (s.h + 2 * s.ph - s.dil_h * (s.kh - 1) - 1) / s.sh + 1;
+    s.ow = L->ow ? L->ow : (s.w + 2 * s.pw - s.dil_w * (s.kw - 1) - 1) / s.sw + 1;
+    s.pad_d = (s.oh - 1) * s.sh + s.dil_h * (s.kh - 1) + 1 - s.h - s.ph;
+    s.pad_r = (s.ow - 1) * s.sw + s.dil_w * (s.kw - 1) + 1 - s.w - s.pw;
     return s;
 }
 
@@ -525,9 +628,14 @@ static ConvParameter param_of(const bench_shape *s)
     p.kernel_h_ = s->kh;
     p.kernel_w_ = s->kw;
     p.group_ = s->group;
-    p.pad_l_ = p.pad_u_ = p.pad_r_ = p.pad_d_ = s->pad;
-    p.dilation_h_ = p.dilation_w_ = s->dil;
-    p.stride_h_ = p.stride_w_ = s->stride;
+    p.pad_u_ = s->ph;
+    p.pad_l_ = s->pw;
+    p.pad_d_ = s->pad_d;
+    p.pad_r_ = s->pad_r;
+    p.dilation_h_ = s->dil_h;
+    p.dilation_w_ = s->dil_w;
+    p.stride_h_ = s->sh;
+    p.stride_w_ = s->sw;
     p.buffer_size_ = cg_grad_filter_min_buffer_size(&p, sizeof(float));
     return p;
 }
@@ -570,11 +678,11 @@ static double exact_elem(const bench_shape *s, const float *x, const float *dy, 
     double sum = 0, abs_sum = 0;
     for (int n = 0; n < s->n; ++n)
         for (int oh = 0; oh < s->oh; ++oh) {
-            const int iy = oh * s->stride + kh * s->dil - s->pad;
+            const int iy = oh * s->sh + kh * s->dil_h - s->ph;
             if (iy < 0 || iy >= s->h)
                 continue;
             for (int ow = 0; ow < s->ow; ++ow) {
-                const int ix = ow * s->stride + kw * s->dil - s->pad;
+                const int ix = ow * s->sw + kw * s->dil_w - s->pw;
                 if (ix < 0 || ix >= s->w)
                     continue;
                 const double t = (double)dy[(((size_t)n * s->oh + oh) * s->ow + ow) * s->cout + co] *
@@ -662,6 +770,8 @@ typedef struct runner {
     int impl, dtype, mask, cores;
     double *t, *t_reorder;
     int nt;
+    double warm[WARM_MAX_CALLS]; /* the warm burst's seconds */
+    int nwarm;
     void *out; /* convgrad (fp32 or fp16) and baseline results */
     size_t out_bytes;
     void *ws; /* convgrad workspace */
@@ -712,9 +822,12 @@ static cg_conv2d conv2d_of(const bench_shape *s)
     cv.kernel_h = s->kh;
     cv.kernel_w = s->kw;
     cv.groups = s->group;
-    cv.stride_h = cv.stride_w = s->stride;
-    cv.dilation_h = cv.dilation_w = s->dil;
-    cv.pad_top = cv.pad_left = s->pad;
+    cv.stride_h = s->sh;
+    cv.stride_w = s->sw;
+    cv.dilation_h = s->dil_h;
+    cv.dilation_w = s->dil_w;
+    cv.pad_top = s->ph;
+    cv.pad_left = s->pw;
     cv.pad_bottom = s->pad_d;
     cv.pad_right = s->pad_r;
     return cv;
@@ -885,6 +998,11 @@ const train_result *find_train(int layer, int impl, int cores)
     return NULL;
 }
 
+double judged_ms(const result *r)
+{
+    return r->warm_reps > 0 ? r->warm_ms : r->median_ms;
+}
+
 const result *find_result(int layer, int impl, int dtype, int cores)
 {
     for (int i = 0; i < g_nresults; ++i) {
@@ -962,7 +1080,12 @@ static double est_runner(const bench_layer *L, int impl, int dtype, int cores, c
             reps = (int)cap;
     }
     double settle = impl != IMPL_CONVGRAD && cores > 1 ? o->settle_ms * 1e-3 : 0.0;
-    return (o->warmup + reps) * (t + settle);
+    double warm = 0; /* its burst: one untimed call, then the budget (3 calls at least) */
+    if (o->warm_ms > 0 && t <= WARM_MAX_CALL_S) {
+        warm = WARM_MIN_CALLS * t > o->warm_ms * 1e-3 ? WARM_MIN_CALLS * t : o->warm_ms * 1e-3;
+        warm += t + settle;
+    }
+    return (o->warmup + reps) * (t + settle) + warm;
 }
 
 /* The same for a training-step runner: three convolutions a step, --train-reps rounds. */
@@ -1002,11 +1125,11 @@ static double exact_y(const layer_ctx *c, size_t e, double *abs_out)
     const int g = co / cop;
     double sum = c->b[co], abs_sum = fabs(c->b[co]);
     for (int kh = 0; kh < s->kh; ++kh) {
-        const int iy = oh * s->stride + kh * s->dil - s->pad;
+        const int iy = oh * s->sh + kh * s->dil_h - s->ph;
         if (iy < 0 || iy >= s->h)
             continue;
         for (int kw = 0; kw < s->kw; ++kw) {
-            const int ix = ow * s->stride + kw * s->dil - s->pad;
+            const int ix = ow * s->sw + kw * s->dil_w - s->pw;
             if (ix < 0 || ix >= s->w)
                 continue;
             const float *xp =
@@ -1024,7 +1147,7 @@ static double exact_y(const layer_ctx *c, size_t e, double *abs_out)
 }
 
 /* dx element e (NHWC) = sum over the co of its group, kh, kw of dy * w, where
- * oh*stride + kh*dil - pad = ih and ow*stride + kw*dil - pad = iw. */
+ * oh*sh + kh*dil_h - ph = ih and ow*sw + kw*dil_w - pw = iw. */
 static double exact_dx(const layer_ctx *c, size_t e, double *abs_out)
 {
     const bench_shape *s = &c->s;
@@ -1036,15 +1159,15 @@ static double exact_dx(const layer_ctx *c, size_t e, double *abs_out)
     const int g = cx / cip, ci = cx % cip;
     double sum = 0, abs_sum = 0;
     for (int kh = 0; kh < s->kh; ++kh) {
-        const int py = ih + s->pad - kh * s->dil;
-        if (py < 0 || py % s->stride || py / s->stride >= s->oh)
+        const int py = ih + s->ph - kh * s->dil_h;
+        if (py < 0 || py % s->sh || py / s->sh >= s->oh)
             continue;
-        const int oh = py / s->stride;
+        const int oh = py / s->sh;
         for (int kw = 0; kw < s->kw; ++kw) {
-            const int px = iw + s->pad - kw * s->dil;
-            if (px < 0 || px % s->stride || px / s->stride >= s->ow)
+            const int px = iw + s->pw - kw * s->dil_w;
+            if (px < 0 || px % s->sw || px / s->sw >= s->ow)
                 continue;
-            const int ow = px / s->stride;
+            const int ow = px / s->sw;
             const float *dyp = c->dy + (((size_t)n * s->oh + oh) * s->ow + ow) * s->cout;
             for (int co = g * cop; co < (g + 1) * cop; ++co) {
                 const float wv = c->w[(((size_t)co * s->kh + kh) * s->kw + kw) * cip + ci];
@@ -1342,6 +1465,31 @@ static void run_layer(run_state *st, int li)
                 st->train_s += bench_now() - t_run0;
         }
     }
+    /* the warm bursts: each filter-gradient runner's back-to-back calls, after
+     * the rounds (the checks below then see a burst's last result) */
+    for (int i = 0; i < nr && o->warm_ms > 0; ++i) {
+        runner *r = &rs[i];
+        if (r->train || r->nt == 0)
+            continue;
+        double med = bench_median(r->t, r->nt); /* sorts r->t: the summary below is order-free */
+        if (med > WARM_MAX_CALL_S)
+            continue;
+        progress("[%d/%d] %-14s %-13s %2d core%s  warm burst", st->layer_pos + 1, o->nlayers,
+                 c.L->name, runner_label(r), r->cores, r->cores == 1 ? " " : "s");
+        const double t0 = bench_now();
+        if (run_once(r, &c, -1) < 0)
+            continue;
+        while (r->nwarm < WARM_MAX_CALLS &&
+               (r->nwarm < WARM_MIN_CALLS || bench_now() - t0 < o->warm_ms * 1e-3)) {
+            double dt = run_once(r, &c, -1);
+            if (dt < 0)
+                break;
+            r->warm[r->nwarm++] = dt;
+        }
+        if (r->impl != IMPL_CONVGRAD && r->cores > 1 && o->settle_ms > 0)
+            bench_sleep_ms(o->settle_ms);
+    }
+
     /* oneDNN's conversion to OHWI: timed on its own, after the rounds */
     for (int i = 0; i < nr; ++i) {
         runner *r = &rs[i];
@@ -1515,6 +1663,11 @@ static void run_layer(run_state *st, int li)
             summarise_ms(r->t, r->nt, &res->median_ms, &res->min_ms, &res->max_ms);
             res->gflops = c.flops / (res->median_ms * 1e-3) * 1e-9;
         }
+        if (r->nwarm > 0) {
+            res->warm_reps = r->nwarm;
+            res->warm_ms = bench_median(r->warm, r->nwarm) * 1e3;
+            res->warm_gflops = c.flops / (res->warm_ms * 1e-3) * 1e-9;
+        }
         if (r->impl == IMPL_ONEDNN) {
             int n = o->reps < 5 ? o->reps : 5;
             res->reorder_ms = bench_median(r->t_reorder, n) * 1e3;
@@ -1607,6 +1760,18 @@ int main(int argc, char **argv)
 
     say("convgrad-bench: %s\n", tool_build_text());
     say("CPU: %s\n", tool_cpu_text());
+    const tool_isa *isa = tool_isa_info();
+    /* the FMA limit at the kernels' width; the reference's against the CPU's widest */
+    g_lim.fma_note = isa->bits ? "the width of the kernels that run"
+                               : "the CPU's widest width (the ref kernels against what this CPU "
+                                 "can do)";
+    say("kernels: %s (%s; the peers are not capped); FMA limit: %s\n", tool_isa_text(),
+        o.isa            ? "CONVGRAD_ISA set by --isa"
+        : isa->requested ? "CONVGRAD_ISA from the environment"
+                         : "the CPU's widest",
+        g_lim.fma_note);
+    if (o.shapes)
+        say("layers from --shapes %s (%d, benchdnn descriptors)\n", o.shapes, bench_nlayers);
     say("convgrad-bench: filter gradient, fp_/hp_conv_grad_filter_s in host mode, against its "
         "peers\n");
     say("load average at start %.2f\n", load0);
@@ -1634,6 +1799,14 @@ int main(int argc, char **argv)
     say("; dtype: %s; %d warm-up + %d timed rounds (interleaved), medians%s\n",
         o.fp32 && o.fp16 ? "fp32 and fp16" : o.fp32 ? "fp32" : "fp16", o.warmup, o.reps,
         o.quick ? "; --quick" : "");
+    if (o.warm_ms > 0)
+        say("warm figures: after the rounds, per implementation and mask, one untimed call then "
+            "back-to-back calls for %d ms (%d at least), median; none for a call over %.1f s "
+            "(--warm-ms)\n",
+            o.warm_ms, WARM_MIN_CALLS, WARM_MAX_CALL_S);
+    else
+        say("warm figures: left out (--warm-ms 0): the targets are judged on the interleaved "
+            "medians\n");
     if (o.train_reps > 0)
         say("training step (fp32 NHWC, OHWI weights): convgrad cg_conv2d_forward (with bias) + "
             "backward_data + backward_weights + backward_bias, against oneDNN forward_training "
@@ -1672,11 +1845,11 @@ int main(int argc, char **argv)
                 want[nw++] = t;
         }
         g_lim.sgemm_n = o.quick ? 768 : 4096;
-        say("\nThe machine's limits (best of several runs):\n");
+        say("\nThe machine's limits (best of several runs; the FMA loop at %s):\n", g_lim.fma_note);
         for (int k = 0; k < nw; ++k) {
             progress("measuring the machine's limits: FMA loop, %d thread%s", want[k],
                      want[k] == 1 ? "" : "s");
-            fma_result fr = bench_fma_limit(want[k], o.quick);
+            fma_result fr = bench_fma_limit(want[k], isa->bits, o.quick);
             double avx2 = bench_fma_avx2(want[k], o.quick);
             progress("measuring the machine's limits: OpenBLAS sgemm %d^3, %d thread%s",
                      g_lim.sgemm_n, want[k], want[k] == 1 ? "" : "s");
@@ -1746,8 +1919,9 @@ int main(int argc, char **argv)
     {
         char e[16];
         fmt_duration(e, sizeof e, st.est_total + 1.0 * o.nlayers);
-        say("\nEstimated time for the layers: ~%s (min:s) with %d rounds (--reps to change)\n", e,
-            o.reps);
+        say("\nEstimated time for the layers: ~%s (min:s) with %d rounds and %d ms warm bursts "
+            "(--reps, --warm-ms to change)\n",
+            e, o.reps, o.warm_ms);
     }
 
     /* the layers */
@@ -1758,9 +1932,13 @@ int main(int argc, char **argv)
         run_layer(&st, o.layers[i]);
     }
     progress_clear();
-    say("(%%FMA: GFLOP/s over the FMA loop's limit at the same number of cores; vs oneDNN: "
-        "oneDNN's median time over this row's (>1 = faster than oneDNN, same cores); x1core: "
-        "the same implementation's 1-core median over this row's)\n");
+    say("(warm: the median of back-to-back repeated calls (what other benchmarks report; the "
+        "targets judge these); interleaved: the median of the rounds, each call after other "
+        "layers' and implementations' work (what a training loop sees); a '-' warm figure: no "
+        "burst, the interleaved one stands in the verdicts. %%FMA: GFLOP/s over the FMA loop's "
+        "limit at the same number of cores; vs oneDNN: oneDNN's time over this row's (>1 = "
+        "faster than oneDNN, same cores); x1core: the same implementation's 1-core time over "
+        "this row's)\n");
     if (o.train_reps > 0)
         print_train_table();
 

@@ -135,9 +135,9 @@ static dnnl_status_t make_descs(const bench_shape *s, dnnl_data_type_t dt, dnnl_
 {
     dnnl_dims_t sd = {s->n, s->cin, s->h, s->w};
     dnnl_dims_t dd = {s->n, s->cout, s->oh, s->ow};
-    dnnl_dims_t str = {s->stride, s->stride};
-    dnnl_dims_t dil = {s->dil - 1, s->dil - 1}; /* oneDNN counts dilation from 0 */
-    dnnl_dims_t pl = {s->pad, s->pad};
+    dnnl_dims_t str = {s->sh, s->sw};
+    dnnl_dims_t dil = {s->dil_h - 1, s->dil_w - 1}; /* oneDNN counts dilation from 0 */
+    dnnl_dims_t pl = {s->ph, s->pw};
     dnnl_dims_t pr = {s->pad_d, s->pad_r};
     dnnl_status_t st;
     if ((st = dnnl_memory_desc_init_by_tag(src, 4, sd, dt, dnnl_nhwc)) != dnnl_success)
@@ -409,9 +409,9 @@ onednn_train *onednn_train_create(const bench_shape *s, int threads, const float
     }
     dnnl_memory_desc_t src_md, dst_md, w_any, w_plain, b_md;
     dnnl_convolution_desc_t fwd, bwd_d, bwd_w;
-    dnnl_dims_t str = {s->stride, s->stride};
-    dnnl_dims_t dil = {s->dil - 1, s->dil - 1};
-    dnnl_dims_t pl = {s->pad, s->pad};
+    dnnl_dims_t str = {s->sh, s->sw};
+    dnnl_dims_t dil = {s->dil_h - 1, s->dil_w - 1};
+    dnnl_dims_t pl = {s->ph, s->pw};
     dnnl_dims_t pr = {s->pad_d, s->pad_r};
     dnnl_dims_t bd = {s->cout};
     {

@@ -25,7 +25,7 @@ typedef struct cpu_info {
     char vendor[16];             /* e.g. GenuineIntel, AuthenticAMD */
     int family, model, stepping; /* as Linux shows them, decimal; -1 unknown */
     int avx512f;
-    int kernel_bits;     /* the library kernels' vector width; 0: portable C */
+    int kernel_bits;     /* the library kernels' vector width; 0: the reference */
     const char *kernels; /* their description */
 } cpu_info;
 
@@ -101,28 +101,44 @@ static void cpu_from_proc(cpu_info *c)
     fclose(f);
 }
 
-/* The library's own dispatch (src/gemm/gemm.c, the clones in src/kernels.c):
- * AVX-512F kernels where the CPU has it, else AVX2+FMA, else the baseline. */
-static void cpu_kernels(cpu_info *c)
+static const char *const isa_names[] = {"ref", "avx2", "avx512"};
+
+int tool_isa_check(const char *name)
 {
+    for (size_t i = 0; i < sizeof isa_names / sizeof *isa_names; ++i)
+        if (!strcmp(name, isa_names[i]))
+            return 0;
+    return -1;
+}
+
+/* The library's dispatch: AVX-512F kernels where the CPU has it, else
+ * AVX2+FMA, else the reference; CONVGRAD_ISA caps it (a wider ISA than the CPU
+ * has, or an unknown name, falls back to the widest, as the library does). */
+static void cpu_kernels(cpu_info *c, tool_isa *isa)
+{
+    int widest = 0; /* index in isa_names */
 #ifdef TOOL_X86
     __builtin_cpu_init();
     c->avx512f = __builtin_cpu_supports("avx512f") != 0;
-    if (c->avx512f) {
-        c->kernel_bits = 512;
-        c->kernels = "512-bit (AVX-512F)";
-    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        c->kernel_bits = 256;
-        c->kernels = "256-bit (AVX2+FMA)";
-    } else {
-        c->kernel_bits = 128;
-        c->kernels = "128-bit (the x86-64 baseline; GEMM on OpenBLAS)";
-    }
-#else
-    c->kernel_bits = 0;
-    c->kernels = "portable C (GEMM on OpenBLAS)";
+    if (c->avx512f)
+        widest = 2;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        widest = 1;
 #endif
+    int run = widest;
+    isa->requested = getenv("CONVGRAD_ISA");
+    for (int i = 0; isa->requested && i < widest; ++i)
+        if (!strcmp(isa->requested, isa_names[i]))
+            run = i;
+    isa->running = isa_names[run];
+    static const int bits[] = {0, 256, 512};
+    static const char *const text[] = {"portable C reference", "256-bit (AVX2+FMA)",
+                                       "512-bit (AVX-512F)"};
+    isa->bits = c->kernel_bits = bits[run];
+    c->kernels = text[run];
 }
+
+static tool_isa g_isa;
 
 static const cpu_info *cpu(void)
 {
@@ -138,10 +154,27 @@ static const cpu_info *cpu(void)
             snprintf(c.name, sizeof c.name, "unknown CPU");
         if (!c.vendor[0])
             snprintf(c.vendor, sizeof c.vendor, "unknown vendor");
-        cpu_kernels(&c);
+        cpu_kernels(&c, &g_isa);
         done = 1;
     }
     return &c;
+}
+
+const tool_isa *tool_isa_info(void)
+{
+    cpu();
+    return &g_isa;
+}
+
+const char *tool_isa_text(void)
+{
+    static char buf[160];
+    const tool_isa *i = tool_isa_info();
+    if (i->requested)
+        snprintf(buf, sizeof buf, "requested %s, running %s", i->requested, i->running);
+    else
+        snprintf(buf, sizeof buf, "CONVGRAD_ISA unset, running %s", i->running);
+    return buf;
 }
 
 int tool_online_cpus(void)
@@ -221,6 +254,8 @@ static int write_metadata(const char *path, const char *program, int argc, char 
     meta_row(f, "avx512f", c->avx512f ? "yes" : "no");
     meta_int(f, "kernel_vector_bits", c->kernel_bits);
     meta_row(f, "kernels", c->kernels);
+    meta_row(f, "isa_requested", g_isa.requested ? g_isa.requested : "");
+    meta_row(f, "isa_running", g_isa.running);
     meta_int(f, "online_cpus", tool_online_cpus());
     meta_row(f, "cpu", tool_cpu_text());
     meta_row(f, "started_utc", when);

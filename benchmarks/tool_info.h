@@ -6,6 +6,7 @@
  *   convgrad-bench: convgrad 0.2.0, commit ffcf177-dirty
  *   CPU: Intel(R) Xeon(R) Processor (GenuineIntel, family 6 model 207 stepping 2);
  *        AVX-512F yes, the library's kernels 512-bit (AVX-512F); 2 online CPUs
+ *   kernels: CONVGRAD_ISA unset, running avx512
  *
  * The commit is the source tree's `git describe --always` (+ "-dirty" when
  * tracked files differ from it), regenerated at every build (tool_commit.cmake),
@@ -34,6 +35,21 @@ const char *tool_build_text(void);
 const char *tool_cpu_text(void);
 
 int tool_online_cpus(void); /* at least 1 */
+
+/* The library's kernel set: CONVGRAD_ISA (ref, avx2 or avx512) as the library
+ * reads it, once, at its first kernel use, capped by the CPU's features (the
+ * library does not export its choice: this is its rule). Read on the first
+ * call of any tool_* function: set CONVGRAD_ISA before. */
+typedef struct tool_isa {
+    const char *requested; /* CONVGRAD_ISA's value; NULL when unset */
+    const char *running;   /* "avx512", "avx2" or "ref" */
+    int bits;              /* the running kernels' vector width: 512, 256; 0 for ref */
+} tool_isa;
+const tool_isa *tool_isa_info(void);
+/* "requested avx2, running avx2" or "CONVGRAD_ISA unset, running avx512" */
+const char *tool_isa_text(void);
+/* 0 when name is a kernel set CONVGRAD_ISA takes */
+int tool_isa_check(const char *name);
 
 /* Makes the output directory (with its parents), puts its absolute path in
  * abs and writes metadata.csv there (the tool, the build, the CPU, the start

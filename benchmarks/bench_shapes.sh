@@ -1,0 +1,38 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# ctest bench_shapes: convgrad-bench --shapes on a sample of benchdnn
+# descriptors runs every layer of the file, checks them all ok, and writes the
+# warm and interleaved figures and the kernel set in results.csv; a malformed
+# line exits 2 (bad usage) with a message naming the file and the line.
+#
+#   sh benchmarks/bench_shapes.sh BENCH SHAPES_FILE OUT_DIR
+set -u
+bench=$1 shapes=$2 out=$3
+fail() {
+    echo "bench_shapes: FAIL: $*" >&2
+    exit 1
+}
+
+"$bench" --quick --shapes "$shapes" --reps 1 --masks 1 --train-reps 0 --dtype fp32 --no-plots \
+    --out "$out" >"$out.stdout" 2>"$out.stderr" ||
+    fail "the run exited $? (stderr: $(tail -n 3 "$out.stderr"))"
+# every named layer of the file has its row
+names=$(sed -n 's/.*n"\([^"]*\)".*/\1/p' "$shapes")
+[ -n "$names" ] || fail "no n\"name\" in $shapes"
+for n in $names; do
+    grep -q "^$n " "$out.stdout" || fail "layer $n has no row in the table"
+    grep -q "^$n,.*,ok," "$out/results.csv" || fail "layer $n has no ok row in results.csv"
+done
+grep -q "^All [0-9]* measured results checked: ok." "$out.stdout" || fail "not every result checked ok"
+grep -q "warm (repeated calls)" "$out.stdout" || fail "the table does not label its warm figures"
+head -n 1 "$out/results.csv" | grep -q "warm_median_ms.*isa_requested,isa_running" ||
+    fail "results.csv has no warm_median_ms, isa_requested, isa_running columns"
+
+# a malformed line: exit 2, the file and the line number in the message
+bad="$out.bad.txt"
+printf '# a comment\n\nmb2ic4ih8oc4kh3n"ok"\nmb2ic4ih8oc4kh3zz1\n' >"$bad"
+"$bench" --shapes "$bad" --list >"$out.stdout" 2>"$out.stderr"
+rc=$?
+[ "$rc" -eq 2 ] || fail "a malformed line exited $rc, not 2"
+grep -q "$bad:4:.*'zz'" "$out.stderr" || fail "the message does not name line 4 and 'zz': $(cat "$out.stderr")"
+echo "bench_shapes: ok ($(echo $names | wc -w) layers)"
