@@ -24,6 +24,8 @@ void cg_gemm_atb_openblas(int m, int n, int k, const float *a, int lda, const fl
 void cg_gemm(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
              const float *b, int ldb, float beta, float *c, int ldc)
 {
+    if (cg_gemm_try_packed(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc))
+        return;
     pthread_once(&blas_once, run_blas_single_threaded);
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/* C = op(A) op(B) + beta*C in the manner of BLIS: for each kc x nc block of
+ * op(B) and mc x kc block of op(A), both packed into the order the register
+ * tile reads them (contiguous kc x nr and mr x kc micro-panels, the rows of
+ * B^T and A^T that cg_gemm_atb's kernels take), the kernel runs once per
+ * mr x nr tile of C. The kernels read A and B in place otherwise: rows lda
+ * apart touch a new cache line, and often a new page, every step of the sum. */
+#include "gemm/gemm.h"
+
+#include <cblas.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "gemm/gemm_kernels.h"
+#include "gemm/packed_x86.h"
+
+/* Chosen once per process (choose, below). */
+static cg_gemm_blocking g_here;
+static int g_have_kernel, g_use_packed, g_avx2;
+static pthread_once_t g_choose_once = PTHREAD_ONCE_INIT;
+static void choose(void);
+
+static int min_int(int a, int b)
+{
+    return a < b ? a : b;
+}
+
+/* ---- packing ---------------------------------------------------------- */
+
+/* Packs rows [0, rows) x steps [0, kb) of a matrix whose element (r, p) is
+ * x[r*stride_r + p*stride_p] into micro-panels of w rows: panel q holds
+ * element (q*w + r, p) at q*w*kb + p*w + r. A last panel's missing rows are
+ * left unwritten: the kernel, told its true m and n, never reads them. */
+static void pack_panels(const float *x, size_t stride_r, size_t stride_p, int rows, int kb, int w,
+                        float *dst)
+{
+    for (int q = 0; q < rows; q += w, dst += (size_t)w * kb) {
+        const int h = min_int(w, rows - q);
+        const float *src = x + (size_t)q * stride_r;
+        if (stride_r == 1) { /* a panel's step p is one run of x */
+            for (int p = 0; p < kb; p++)
+                for (int r = 0; r < h; r++)
+                    dst[(size_t)p * w + r] = src[(size_t)p * stride_p + r];
+            continue;
+        }
+#if CG_GEMM_HAVE_X86
+        if (g_avx2 && stride_p == 1) {
+            cg_pack_transposed_avx2(src, stride_r, h, kb, w, dst);
+            continue;
+        }
+#endif
+        for (int r = 0; r < h; r++) /* read each row once, along its steps */
+            for (int p = 0; p < kb; p++)
+                dst[(size_t)p * w + r] = src[(size_t)r * stride_r + (size_t)p * stride_p];
+    }
+}
+
+/* ---- the blocked driver ------------------------------------------------ */
+
+size_t cg_gemm_pack_floats(const cg_gemm_blocking *bl)
+{
+    return ((size_t)bl->mc + (size_t)bl->nc) * (size_t)bl->kc;
+}
+
+static void scale_by_beta(int m, int n, float beta, float *c, int ldc)
+{
+    for (int i = 0; beta == 0.0f && i < m; i++)
+        for (int j = 0; j < n; j++)
+            c[(size_t)i * ldc + j] = 0.0f;
+}
+
+void cg_gemm_packed(const cg_gemm_blocking *bl, int trans_a, int trans_b, int m, int n, int k,
+                    const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc,
+                    float *pack)
+{
+    pthread_once(&g_choose_once, choose); /* the packers' ISA */
+    if (k <= 0) {
+        scale_by_beta(m, n, beta, c, ldc);
+        return;
+    }
+    /* op(A)[i][p] and op(B)[p][j] as element (row, step) of a panel source */
+    const size_t a_r = trans_a ? 1 : (size_t)lda, a_p = trans_a ? (size_t)lda : 1;
+    const size_t b_r = trans_b ? (size_t)ldb : 1, b_p = trans_b ? 1 : (size_t)ldb;
+    float *pa = pack, *pb = pack + (size_t)bl->mc * bl->kc;
+    for (int jc = 0; jc < n; jc += bl->nc) {
+        const int nb = min_int(bl->nc, n - jc);
+        for (int pc = 0; pc < k; pc += bl->kc) {
+            const int kb = min_int(bl->kc, k - pc);
+            const float step = pc > 0 ? 1.0f : beta;
+            pack_panels(b + jc * b_r + pc * b_p, b_r, b_p, nb, kb, bl->nr, pb);
+            for (int ic = 0; ic < m; ic += bl->mc) {
+                const int mb = min_int(bl->mc, m - ic);
+                pack_panels(a + ic * a_r + pc * a_p, a_r, a_p, mb, kb, bl->mr, pa);
+                /* a B micro-panel stays in L1 while A's stream past it */
+                for (int jr = 0; jr < nb; jr += bl->nr)
+                    for (int ir = 0; ir < mb; ir += bl->mr)
+                        bl->kernel(min_int(bl->mr, mb - ir), min_int(bl->nr, nb - jr), kb,
+                                   pa + (size_t)ir * kb, bl->mr, pb + (size_t)jr * kb, bl->nr, step,
+                                   c + (size_t)(ic + ir) * ldc + jc + jr, ldc);
+            }
+        }
+    }
+}
+
+/* ---- this CPU's blocking and the choice against OpenBLAS --------------- */
+
+/* The kernels split longer sums into passes of this many steps themselves
+ * (gemm_x86.c), reloading C's tile each pass: a longer kc gains nothing. */
+enum { KERNEL_KC = 128, MC_MOST = 256, NC_MOST = 512 };
+
+static long cache_bytes(int name, long otherwise)
+{
+    long v = sysconf(name);
+    return v > 0 ? v : otherwise;
+}
+
+static int round_down(int x, int unit)
+{
+    return x / unit > 0 ? x / unit * unit : unit;
+}
+
+/* kc: a B micro-panel in half of L1 (A's micro-panel and C's tile beside it);
+ * mc: A's block in a quarter of L2; nc: B's block no more than twice A's, so
+ * the pair stays a few hundred KB. */
+static cg_gemm_blocking blocking_for(cg_gemm_atb_fn *kernel, const char *name, int mr, int nr,
+                                     long l1, long l2)
+{
+    const int kc =
+        round_down((int)min_int(KERNEL_KC, (int)(l1 / 2 / (nr * (long)sizeof(float)))), 8);
+    const int mc = round_down(min_int(MC_MOST, (int)(l2 / 4 / (kc * (long)sizeof(float)))), mr);
+    return (cg_gemm_blocking){kernel, name, mr, nr, kc, mc, round_down(NC_MOST, nr)};
+}
+
+/* The width of the sgemm kernels OpenBLAS chose for this CPU, by their
+ * core's name: 3 AVX-512, 2 AVX2 + FMA, 1 older (SSE, AVX without FMA), as
+ * the library's kernels: avx512 3, avx2 2. */
+static int openblas_width(void)
+{
+    static const char *const wide[] = {"SkylakeX", "CooperLake", "SapphireRapids"};
+    static const char *const fma[] = {"Haswell", "Zen", "Excavator"};
+    const char *core = openblas_get_corename();
+    for (size_t i = 0; core && i < sizeof wide / sizeof *wide; i++)
+        if (strcasecmp(core, wide[i]) == 0)
+            return 3;
+    for (size_t i = 0; core && i < sizeof fma / sizeof *fma; i++)
+        if (strcasecmp(core, fma[i]) == 0)
+            return 2;
+    return 1;
+}
+
+/* cg_gemm runs on the packed driver only where OpenBLAS's kernels are
+ * narrower than the library's: an OpenBLAS that does not know the CPU falls
+ * back to old kernels (Debian's 0.3.21 runs "Prescott" SSE3 on Xeon family 6
+ * model 207, the CPU these figures come from: 1 core, GFLOP/s of the FMA
+ * loop's 170). There the driver's 105-110 on the training step's shapes beat
+ * OpenBLAS's 27-31 (3.4-3.6x); against OpenBLAS's own AVX-512 kernels
+ * (OPENBLAS_CORETYPE=SkylakeX, measured for comparison only) it ran at
+ * 0.77-0.83x of their 115-137, so where OpenBLAS knows the CPU it keeps the
+ * product. A choice by name, not by timing: the same machine always takes the
+ * same path, so results do not change from run to run. */
+static void choose(void)
+{
+    const char *name;
+    cg_gemm_atb_fn *kernel = cg_gemm_atb_selected(&name);
+    const long l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
+    const long l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
+    int width = 0;
+    if (strcmp(name, "avx512") == 0) {
+        g_here = blocking_for(kernel, name, 8, 48, l1, l2);
+        width = 3;
+    } else if (strcmp(name, "avx2") == 0) {
+        g_here = blocking_for(kernel, name, 6, 16, l1, l2);
+        width = 2;
+    }
+    g_have_kernel = g_here.kernel != NULL;
+    g_use_packed = g_have_kernel && openblas_width() < width;
+#if CG_GEMM_HAVE_X86
+    g_avx2 = __builtin_cpu_supports("avx2");
+#endif
+}
+
+const cg_gemm_blocking *cg_gemm_blocking_here(void)
+{
+    pthread_once(&g_choose_once, choose);
+    return g_have_kernel ? &g_here : NULL;
+}
+
+int cg_gemm_uses_packed(void)
+{
+    pthread_once(&g_choose_once, choose);
+    return g_use_packed;
+}
+
+/* ---- the calling thread's packing space -------------------------------- */
+
+/* Allocated on a thread's first packed call and kept until it exits: a
+ * static _Thread_local array instead would be charged, and zeroed, in every
+ * thread of the host process at its start. */
+static pthread_key_t g_pack_key;
+static int g_pack_key_ok;
+static pthread_once_t g_pack_key_once = PTHREAD_ONCE_INIT;
+static _Thread_local float *tls_pack;
+
+static void make_pack_key(void)
+{
+    g_pack_key_ok = pthread_key_create(&g_pack_key, free) == 0;
+}
+
+static float *thread_pack(const cg_gemm_blocking *bl)
+{
+    if (tls_pack != NULL)
+        return tls_pack;
+    pthread_once(&g_pack_key_once, make_pack_key);
+    if (!g_pack_key_ok)
+        return NULL;
+    float *p = aligned_alloc(64, (cg_gemm_pack_floats(bl) * sizeof(float) + 63) & ~(size_t)63);
+    if (p != NULL && pthread_setspecific(g_pack_key, p) != 0) {
+        free(p);
+        p = NULL;
+    }
+    tls_pack = p;
+    return p;
+}
+
+int cg_gemm_try_packed(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
+                       const float *b, int ldb, float beta, float *c, int ldc)
+{
+    float *pack;
+    if (!cg_gemm_uses_packed() || (pack = thread_pack(&g_here)) == NULL)
+        return 0;
+    cg_gemm_packed(&g_here, trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc, pack);
+    return 1;
+}
