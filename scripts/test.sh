@@ -5,12 +5,17 @@
 #   bash scripts/test.sh
 #
 #  1. installs the build's packages if any is missing (apt-get; see common.sh);
-#  2. configures and builds three trees and runs ctest in each:
+#  2. configures and builds four trees and runs ctest in each:
 #       build/release  Release
+#       build/portable Release, -DCONVGRAD_X86_KERNELS=OFF (the reference
+#                      kernels only, docs/kernels.md)
 #       build/asan     RelWithDebInfo, -DCONVGRAD_SANITIZE=address (ASan + UBSan)
 #       build/tsan     RelWithDebInfo, -DCONVGRAD_SANITIZE=thread  (TSan)
 #     (the vendor card's two examples and a short train_cnn run are ctest
-#     tests too), and runs the two examples once more in the open in the
+#     tests too); runs the release tree's ctest twice more, with
+#     CONVGRAD_ISA=avx2 and CONVGRAD_ISA=ref (the narrower kernel sets; on a
+#     CPU without them the library falls back and says so); and runs the two
+#     examples once more in the open in the
 #     release tree with the full default train_cnn run (it fails below its
 #     stated held-out accuracy), and a 60 s fixed-seed convgrad-stress run in
 #     the asan and tsan trees; ctest also checks the version and that the
@@ -29,7 +34,8 @@
 # (', N skipped' when a failed stage kept later ones from running): each ctest
 # test counts once, and so does every other stage. Exits non-zero on any
 # failure. CONVGRAD_TREES="release asan" runs a subset of the trees (the
-# install check needs release; "fuzz" is the libFuzzer tree).
+# install check needs release; "portable" is the tree without x86 kernels,
+# "fuzz" the libFuzzer tree).
 set -uo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -40,7 +46,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 
-trees=${CONVGRAD_TREES:-release asan tsan fuzz}
+trees=${CONVGRAD_TREES:-release portable asan tsan fuzz}
 logdir=$CG_ROOT/build/logs
 mkdir -p "$logdir"
 
@@ -54,7 +60,7 @@ now_ms() { date +%s%3N; }
 seconds_since() { awk -v a="$1" -v b="$(now_ms)" 'BEGIN { printf "%.1fs", (b - a) / 1000 }'; }
 
 # note STATUS NAME TIME: one line of the final table.
-note() { summary+=("$(printf '%-7s %-34s %s' "$1" "$2" "$3")"); }
+note() { summary+=("$(printf '%-7s %-46s %s' "$1" "$2" "$3")"); }
 
 # stage NAME COMMAND...: runs one counted stage, timed.
 stage() {
@@ -86,6 +92,17 @@ skip() {
     note SKIP "$1" "($2)"
 }
 
+# The release tree's suite runs once more under each of these caps.
+ISA_CAPS="avx2 ref"
+skip_isa_stages() {
+    local isa
+    for isa in $ISA_CAPS; do
+        skip "ctest ($1, CONVGRAD_ISA=$isa)" "$2"
+    done
+}
+
+is_sanitized() { [ "$1" = asan ] || [ "$1" = tsan ]; }
+
 skip_examples() {
     local ex
     for ex in card_shared_fp32 card_private_fp32 train_cnn; do
@@ -93,15 +110,22 @@ skip_examples() {
     done
 }
 
-# ctest_stage TREE: runs ctest; each test counts once.
+# ctest_stage TREE [ISA]: runs ctest, with CONVGRAD_ISA=ISA when given; each
+# test counts once.
 ctest_stage() {
-    local tree=$1 name="ctest ($1)"
-    local log=$logdir/ctest-$tree.log
+    local tree=$1 isa=${2:-} name="ctest ($1)" log=$logdir/ctest-$1.log
+    local env_isa=()
+    if [ -n "$isa" ]; then
+        name="ctest ($tree, CONVGRAD_ISA=$isa)"
+        log=$logdir/ctest-$tree-$isa.log
+        env_isa=(CONVGRAD_ISA="$isa")
+    fi
     echo
     echo "==> $name"
     local t0 rc
     t0=$(now_ms)
-    (cd "build/$tree" && ctest --output-on-failure --no-tests=error) 2>&1 | tee "$log"
+    (cd "build/$tree" && env "${env_isa[@]}" ctest --output-on-failure --no-tests=error) 2>&1 |
+        tee "$log"
     rc=${PIPESTATUS[0]}
     local t
     t=$(seconds_since "$t0")
@@ -172,43 +196,54 @@ run_tree() {
         fuzz_tree
         return
         ;;
-    release) type=Release sanitize= ;;
+    release | portable) type=Release sanitize= ;;
     asan) type=RelWithDebInfo sanitize=address ;;
     tsan) type=RelWithDebInfo sanitize=thread ;;
     *)
-        echo "unknown tree '$tree' (release, asan, tsan or fuzz)"
+        echo "unknown tree '$tree' (release, portable, asan, tsan or fuzz)"
         failed=$((failed + 1))
         return
         ;;
     esac
-    local dir=build/$tree
-    if ! stage "configure ($tree)" cg_configure "$dir" "$type" "$sanitize"; then
+    local dir=build/$tree extra=()
+    [ "$tree" = portable ] && extra=(-DCONVGRAD_X86_KERNELS=OFF)
+    if ! stage "configure ($tree)" cg_configure "$dir" "$type" "$sanitize" "${extra[@]}"; then
         skip "build ($tree)" "configure failed"
         skip "ctest ($tree)" "configure failed"
+        [ "$tree" = release ] && skip_isa_stages "$tree" "configure failed"
         [ "$tree" = release ] && skip_examples "$tree" "configure failed"
-        [ "$tree" != release ] && skip "$(stress_name "$tree")" "configure failed"
+        is_sanitized "$tree" && skip "$(stress_name "$tree")" "configure failed"
         return
     fi
     if ! stage "build ($tree)" cg_build "$dir"; then
         skip "ctest ($tree)" "build failed"
+        [ "$tree" = release ] && skip_isa_stages "$tree" "build failed"
         [ "$tree" = release ] && skip_examples "$tree" "build failed"
-        [ "$tree" != release ] && skip "$(stress_name "$tree")" "build failed"
+        is_sanitized "$tree" && skip "$(stress_name "$tree")" "build failed"
         return
     fi
     [ "$tree" = release ] && release_built=1
     ctest_stage "$tree"
-    # ctest runs the examples in every tree; release also runs them here, in
-    # the open, so their printed result is in the log.
-    if [ "$tree" = release ]; then
-        local ex
+    case "$tree" in
+    release)
+        # the narrower kernel sets on the same tree (docs/kernels.md), then
+        # the examples once more in the open, so their printed result is in
+        # the log (ctest runs them in every tree)
+        local isa ex
+        for isa in $ISA_CAPS; do
+            ctest_stage "$tree" "$isa"
+        done
         for ex in card_shared_fp32 card_private_fp32; do
             stage "$ex ($tree)" "$dir/examples/$ex"
         done
         stage "train_cnn ($tree)" "$dir/examples/train_cnn" --out "$dir/train_cnn"
-    else
+        ;;
+    portable) ;;
+    *)
         stage "$(stress_name "$tree")" stress_run "$dir/tests/stress/convgrad-stress" \
             "$logdir/stress-$tree.log"
-    fi
+        ;;
+    esac
 }
 
 # The API reference (target docs): doxygen on include/convgrad.h must warn

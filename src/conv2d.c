@@ -892,7 +892,7 @@ static void depthwise_forward(const job *jb, const float *by_tap, const float **
 {
     const cg_plan *p = &jb->plan;
     const int64_t c = p->cout, plane = p->out_h * p->out_w;
-    cg_depthwise_pixel_fn *one_pixel = cg_depthwise_pixel_selected();
+    cg_dwconv_pixel_fn *one_pixel = cg_kernels()->dwconv_pixel;
     for (int64_t row = first; row < last; row++) {
         const int64_t n = row / plane, oh = row % plane / p->out_w, ow = row % p->out_w;
         for (int64_t kh = 0; kh < p->kernel_h; kh++) {
@@ -928,7 +928,7 @@ static void depthwise_data(const job *jb, const float *by_tap, const float **row
 {
     const cg_plan *p = &jb->plan;
     const int64_t c = p->cout, plane = p->in_h * p->in_w;
-    cg_depthwise_pixel_fn *one_pixel = cg_depthwise_pixel_selected();
+    cg_dwconv_pixel_fn *one_pixel = cg_kernels()->dwconv_pixel;
     for (int64_t pixel = first; pixel < last; pixel++) {
         const int64_t n = pixel / plane, ih = pixel % plane / p->in_w, iw = pixel % p->in_w;
         for (int64_t kh = 0; kh < p->kernel_h; kh++) {

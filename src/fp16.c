@@ -2,13 +2,8 @@
 #include "fp16.h"
 
 #include <string.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#if defined(__clang__)
-#include <cpuid.h>
-#endif
-#define CG_HAVE_X86 1
-#endif
+
+#include "kernels/context.h"
 
 float cg_half_to_float(uint16_t h)
 {
@@ -69,85 +64,13 @@ uint16_t cg_float_to_half(float f)
     return sign | (uint16_t)q;
 }
 
-void cg_halves_to_floats_scalar(float *dst, const void *src_halves, size_t n)
-{
-    const unsigned char *src = src_halves;
-    for (size_t i = 0; i < n; i++) {
-        uint16_t h;
-        memcpy(&h, src + 2 * i, sizeof h);
-        dst[i] = cg_half_to_float(h);
-    }
-}
-
-void cg_floats_to_halves_scalar(void *dst_halves, const float *src, size_t n)
-{
-    unsigned char *dst = dst_halves;
-    for (size_t i = 0; i < n; i++) {
-        uint16_t h = cg_float_to_half(src[i]);
-        memcpy(dst + 2 * i, &h, sizeof h);
-    }
-}
-
-#ifdef CG_HAVE_X86
-__attribute__((target("avx,f16c"))) static void halves_to_floats_f16c(float *dst, const void *src,
-                                                                      size_t n)
-{
-    const unsigned char *s = src;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 2 * i))));
-    cg_halves_to_floats_scalar(dst + i, s + 2 * i, n - i);
-}
-
-__attribute__((target("avx,f16c"))) static void floats_to_halves_f16c(void *dst, const float *src,
-                                                                      size_t n)
-{
-    unsigned char *d = dst;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(d + 2 * i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
-    cg_floats_to_halves_scalar(d + 2 * i, src + i, n - i);
-}
-
-static int cpu_has_f16c(void)
-{
-#if defined(__clang__)
-    /* clang (14 at least) has no "f16c" for __builtin_cpu_supports: ask cpuid
-     * (leaf 1, ECX bit 29) once; every thread computes the same answer. */
-    static int known; /* 0: not asked yet, 1: no, 2: yes */
-    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-    if (!k) {
-        unsigned a, b, c, d;
-        int yes = __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
-        k = yes ? 2 : 1;
-        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-    }
-    return k == 2;
-#else
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-#endif
-}
-#endif
-
+/* The bulk conversions run the context's kernels (kernels/context.h). */
 void cg_halves_to_floats(float *dst, const void *src_halves, size_t n)
 {
-#ifdef CG_HAVE_X86
-    if (cpu_has_f16c()) {
-        halves_to_floats_f16c(dst, src_halves, n);
-        return;
-    }
-#endif
-    cg_halves_to_floats_scalar(dst, src_halves, n);
+    cg_kernels()->f16_to_f32(dst, src_halves, n);
 }
 
 void cg_floats_to_halves(void *dst_halves, const float *src, size_t n)
 {
-#ifdef CG_HAVE_X86
-    if (cpu_has_f16c()) {
-        floats_to_halves_f16c(dst_halves, src, n);
-        return;
-    }
-#endif
-    cg_floats_to_halves_scalar(dst_halves, src, n);
+    cg_kernels()->f32_to_f16(dst_halves, src, n);
 }

@@ -6,14 +6,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/list.h"
+
 float cg_half_to_float(uint16_t h);
 uint16_t cg_float_to_half(float f); /* round to nearest even */
 
-/* Bulk conversions; use F16C when the CPU has it. src/dst may be unaligned. */
+/* Bulk conversions with the context's kernels (F16C where the CPU has it
+ * and CONVGRAD_ISA allows). src/dst may be unaligned. */
 void cg_halves_to_floats(float *dst, const void *src_halves, size_t n);
 void cg_floats_to_halves(void *dst_halves, const float *src, size_t n);
 
-/* Portable versions of the two above, kept as the reference for tests. */
-void cg_halves_to_floats_scalar(float *dst, const void *src_halves, size_t n);
-void cg_floats_to_halves_scalar(void *dst_halves, const float *src, size_t n);
+/* The portable versions of the two above: the list's references
+ * (kernels/ref/fp16.c), under the names the tests know. */
+#define cg_halves_to_floats_scalar cg_f16_to_f32_ref
+#define cg_floats_to_halves_scalar cg_f32_to_f16_ref
 #endif

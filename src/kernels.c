@@ -4,8 +4,9 @@
 #include <limits.h>
 #include <string.h>
 
-#include "fp16.h"
 #include "gemm/gemm.h"
+#include "kernels/context.h"
+#include "kernels/geometry.h"
 
 /* fp16 channels converted at once on the stack while packing (floats). */
 enum { PACK_CONVERT_FLOATS = 1024 };
@@ -15,52 +16,10 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/* dst[0, n) = tensor[index, index + n) as floats, whatever the storage. */
-static void load_floats(float *dst, const void *tensor, int64_t index, int64_t n, size_t dtype_size)
-{
-    if (dtype_size == sizeof(float))
-        memcpy(dst, (const float *)tensor + index, (size_t)n * sizeof(float));
-    else
-        cg_halves_to_floats(dst, (const unsigned char *)tensor + 2 * index, (size_t)n);
-}
-
-/* Position of a row of the sum: row = (n * out_h + oh) * out_w + ow. */
-typedef struct pixel {
-    int64_t n, oh, ow;
-} pixel;
-
-static pixel pixel_of_row(const cg_plan *p, int64_t row)
-{
-    int64_t per_image = p->out_h * p->out_w;
-    int64_t in_image = row % per_image;
-    return (pixel){row / per_image, in_image / p->out_w, in_image % p->out_w};
-}
-
-static void next_pixel(const cg_plan *p, pixel *px)
-{
-    if (++px->ow < p->out_w)
-        return;
-    px->ow = 0;
-    if (++px->oh < p->out_h)
-        return;
-    px->oh = 0;
-    px->n++;
-}
-
-/* Element index of x[n][iy][ix][channel], or -1 where (iy, ix) is padding. */
-static int64_t x_index(const cg_plan *p, const pixel *px, int64_t kh, int64_t kw, int64_t channel)
-{
-    int64_t iy = px->oh * p->stride_h + kh * p->dil_h - p->pad_u;
-    int64_t ix = px->ow * p->stride_w + kw * p->dil_w - p->pad_l;
-    if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w)
-        return -1;
-    return ((px->n * p->in_h + iy) * p->in_w + ix) * p->cin + channel;
-}
-
 /* Columns [c0, c1) of one kernel row of one im2col row, when the group is
  * all of x's channels and dilation_w is 1: the taps (kh, 0..kernel_w-1) are
  * one run of x, cut only where it leaves the input. */
-static void pack_kernel_row(const cg_plan *p, const void *x, const pixel *px, int64_t kh,
+static void pack_kernel_row(const cg_plan *p, const void *x, const cg_pixel *px, int64_t kh,
                             int64_t c0, int64_t c1, float *dst)
 {
     const int64_t iy = px->oh * p->stride_h + kh * p->dil_h - p->pad_u;
@@ -77,8 +36,8 @@ static void pack_kernel_row(const cg_plan *p, const void *x, const pixel *px, in
     }
     memset(dst, 0, (size_t)(lo - c0) * sizeof(float));
     if (hi > lo)
-        load_floats(dst + (lo - c0), x, ((px->n * p->in_h + iy) * p->in_w + ix0) * p->cin + lo,
-                    hi - lo, p->dtype_size);
+        cg_load_floats(dst + (lo - c0), x, ((px->n * p->in_h + iy) * p->in_w + ix0) * p->cin + lo,
+                       hi - lo, p->dtype_size);
     memset(dst + (hi - c0), 0, (size_t)(c1 - hi) * sizeof(float));
 }
 
@@ -96,9 +55,9 @@ static void pack_im2col(const cg_plan *p, const void *x, const cg_dw_block *blk,
     const int fp32 = p->dtype_size == sizeof(float);
     const int64_t row_width = p->kernel_w * run; /* columns of one kernel row */
     float converted[PACK_CONVERT_FLOATS];
-    pixel px = pixel_of_row(p, first);
+    cg_pixel px = cg_pixel_of_row(p, first);
     if (run == p->cin && p->dil_w == 1) {
-        for (int64_t t = 0; t < count; t++, next_pixel(p, &px))
+        for (int64_t t = 0; t < count; t++, cg_next_pixel(p, &px))
             for (int64_t kh = c0 / row_width; kh * row_width < c1; kh++) {
                 int64_t lo = kh * row_width > c0 ? kh * row_width : c0;
                 int64_t hi = min64(c1, (kh + 1) * row_width);
@@ -107,25 +66,25 @@ static void pack_im2col(const cg_plan *p, const void *x, const cg_dw_block *blk,
             }
         return;
     }
-    for (int64_t t = 0; t < count; t++, next_pixel(p, &px))
+    for (int64_t t = 0; t < count; t++, cg_next_pixel(p, &px))
         for (int64_t tap = c0 / run; tap * run < c1; tap++) {
             int64_t lo = tap * run > c0 ? tap * run : c0, hi = min64(c1, (tap + 1) * run);
-            int64_t at = x_index(p, &px, tap / p->kernel_w, tap % p->kernel_w,
-                                 blk->group_first * run + (lo - tap * run));
+            int64_t at = cg_x_index(p, &px, tap / p->kernel_w, tap % p->kernel_w,
+                                    blk->group_first * run + (lo - tap * run));
             float *dst = col + t * width + (lo - c0);
             /* fp16: the groups' runs converted in one go where they fit */
             const float *src = fp32 && at >= 0 ? (const float *)x + at : converted;
             int64_t span = (groups - 1) * run + (hi - lo);
             int one_go = !fp32 && at >= 0 && span <= PACK_CONVERT_FLOATS;
             if (one_go)
-                load_floats(converted, x, at, span, p->dtype_size);
+                cg_load_floats(converted, x, at, span, p->dtype_size);
             for (int64_t g = 0; g < groups; g++, dst += group_stride) {
                 if (at < 0)
                     memset(dst, 0, (size_t)(hi - lo) * sizeof(float));
                 else if (fp32 || one_go)
                     cg_copy_floats(dst, src + g * run, hi - lo);
                 else
-                    load_floats(dst, x, at + g * run, hi - lo, p->dtype_size);
+                    cg_load_floats(dst, x, at + g * run, hi - lo, p->dtype_size);
             }
         }
 }
@@ -135,8 +94,8 @@ static void pack_dy(const cg_plan *p, const void *dy, int64_t channel, int64_t c
                     int64_t first, int64_t count, float *dyt)
 {
     for (int64_t t = 0; t < count; t++)
-        load_floats(dyt + t * channels, dy, (first + t) * p->cout + channel, channels,
-                    p->dtype_size);
+        cg_load_floats(dyt + t * channels, dy, (first + t) * p->cout + channel, channels,
+                       p->dtype_size);
 }
 
 /* dy's channels a block reads: from its first group's co_first to its last
@@ -160,7 +119,7 @@ int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t tile_rows, const 
  * x[n][oh][ow]). Returns 0 and sets *skip where the rows read only zeros. */
 static int64_t direct_run(const cg_plan *p, int64_t row, int64_t last, int64_t *skip)
 {
-    pixel px = pixel_of_row(p, row);
+    cg_pixel px = cg_pixel_of_row(p, row);
     *skip = 0;
     if (px.oh >= p->in_h) { /* the rest of this image is below the input */
         *skip = min64(last, (px.n + 1) * p->out_h * p->out_w) - row;
@@ -192,7 +151,7 @@ static void direct_1x1_rows(const cg_plan *p, const float *dy, const float *x,
             row += skip;
             continue;
         }
-        pixel px = pixel_of_row(p, row);
+        cg_pixel px = cg_pixel_of_row(p, row);
         const float *xrow =
             x + ((px.n * p->in_h + px.oh) * p->in_w + px.ow) * p->cin + blk->col_first;
         cg_gemm_atb(channels, width, (int)len, dy + row * p->cout + co_first, (int)p->cout, xrow,
@@ -238,77 +197,12 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
     }
 }
 
-/* The depthwise inner loop, cloned per ISA. Not
- * under TSan, whose runtime is not up yet when ifunc resolvers run. */
-#if defined(__SANITIZE_THREAD__)
-#define CG_PER_ISA_CLONES
-#else
-#define CG_PER_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-/* static: GCC exports the resolver of an external clone set whatever its
- * visibility, and this one is no public name */
-CG_PER_ISA_CLONES static void multiply_add(float *restrict acc, const float *restrict dy,
-                                           const float *restrict x, int64_t n)
-{
-    for (int64_t c = 0; c < n; c++)
-        acc[c] += dy[c] * x[c];
-}
-
-void cg_depthwise_pixel_reference(float *restrict out, const float *restrict init,
-                                  const float *const *x, const float *restrict w, int64_t taps,
-                                  int64_t n)
-{
-    for (int64_t c = 0; c < n; c++)
-        out[c] = init ? init[c] : 0.0f;
-    for (int64_t t = 0; t < taps; t++)
-        if (x[t])
-            multiply_add(out, x[t], w + t * n, n);
-}
-
-cg_depthwise_pixel_fn *cg_depthwise_pixel_selected(void)
-{
-    return cg_depthwise3x3_avx512_runs_here() ? cg_depthwise_pixel_avx512
-                                              : cg_depthwise_pixel_reference;
-}
-
-void cg_depthwise_rows_reference(const cg_plan *plan, const void *dy, const void *x,
-                                 int64_t c_first, int64_t c_last, int64_t first, int64_t last,
-                                 float *acc, float *dst)
-{
-    const int64_t channels = c_last - c_first, taps = plan->taps;
-    const int fp32 = plan->dtype_size == sizeof(float);
-    float dy_floats[CG_DEPTHWISE_MAX_BLOCK], x_floats[CG_DEPTHWISE_MAX_BLOCK];
-    memset(acc, 0, (size_t)(taps * channels) * sizeof(float));
-    pixel px = pixel_of_row(plan, first);
-    for (int64_t row = first; row < last; row++, next_pixel(plan, &px)) {
-        const float *dy_row = dy_floats;
-        if (fp32)
-            dy_row = (const float *)dy + row * plan->cout + c_first;
-        else
-            load_floats(dy_floats, dy, row * plan->cout + c_first, channels, 2);
-        for (int64_t kh = 0; kh < plan->kernel_h; kh++)
-            for (int64_t kw = 0; kw < plan->kernel_w; kw++) {
-                int64_t at = x_index(plan, &px, kh, kw, c_first);
-                if (at < 0)
-                    continue;
-                const float *x_row = x_floats;
-                if (fp32)
-                    x_row = (const float *)x + at;
-                else
-                    load_floats(x_floats, x, at, channels, 2);
-                multiply_add(acc + (kh * plan->kernel_w + kw) * channels, dy_row, x_row, channels);
-            }
-    }
-    for (int64_t c = 0; c < channels; c++) /* tap-major sums -> dw rows [c][tap] */
-        for (int64_t tap = 0; tap < taps; tap++)
-            dst[c * taps + tap] = acc[tap * channels + c];
-}
-
 void cg_depthwise_rows(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
                        int64_t c_last, int64_t first, int64_t last, float *acc, float *dst)
 {
-    if (plan->kernel_h == 3 && plan->kernel_w == 3 && cg_depthwise3x3_avx512_runs_here())
-        cg_depthwise3x3_rows_avx512(plan, dy, x, c_first, c_last, first, last, acc, dst);
-    else
-        cg_depthwise_rows_reference(plan, dy, x, c_first, c_last, first, last, acc, dst);
+    const cg_kernel_context *k = cg_kernels();
+    cg_dwconv_rows_fn *rows = plan->kernel_h == 3 && plan->kernel_w == 3 && k->dwconv3x3_rows
+                                  ? k->dwconv3x3_rows
+                                  : k->dwconv_rows;
+    rows(plan, dy, x, c_first, c_last, first, last, acc, dst);
 }

@@ -7,6 +7,7 @@
 #define CG_KERNELS_H
 #include <string.h>
 
+#include "kernels/context.h"
 #include "plan.h"
 
 /* The part of dw a general-path call computes: groups [group_first,
@@ -33,20 +34,9 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
 
 /* Depthwise: dst[c - c_first][tap] = sum over rows of dy[row][c] *
  * x[in(row, tap)][c] for c in [c_first, c_last). `acc` holds taps * (c_last -
- * c_first) floats. Runs the fastest kernel this CPU and shape allow. */
+ * c_first) floats. Runs the context's kernel: its 3x3 one where it has one. */
 void cg_depthwise_rows(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
                        int64_t c_last, int64_t first, int64_t last, float *acc, float *dst);
-
-/* The plain depthwise kernel, for every shape and CPU. */
-void cg_depthwise_rows_reference(const cg_plan *plan, const void *dy, const void *x,
-                                 int64_t c_first, int64_t c_last, int64_t first, int64_t last,
-                                 float *acc, float *dst);
-
-/* 3x3 in registers, where cg_depthwise3x3_avx512_runs_here(); same contract. */
-int cg_depthwise3x3_avx512_runs_here(void);
-void cg_depthwise3x3_rows_avx512(const cg_plan *plan, const void *dy, const void *x,
-                                 int64_t c_first, int64_t c_last, int64_t first, int64_t last,
-                                 float *acc, float *dst);
 
 /* dst[0, n) = src[0, n), and dst[0, n) = 0: packing runs are often a few
  * floats, where a call to memcpy or memset costs more than the stores. (GCC
@@ -72,16 +62,6 @@ static inline void cg_zero_floats(float *dst, int64_t n)
     for (int64_t i = 0; i < n; i++)
         dst[i] = 0.0f;
 }
-
-/* One pixel of a depthwise convolution: out[c] = (init ? init[c] : 0) +
- * the sum over taps t with x[t] != NULL of x[t][c] * w[t * n + c], c < n. */
-typedef void cg_depthwise_pixel_fn(float *restrict out, const float *restrict init,
-                                   const float *const *x, const float *restrict w, int64_t taps,
-                                   int64_t n);
-cg_depthwise_pixel_fn cg_depthwise_pixel_reference; /* every CPU */
-cg_depthwise_pixel_fn cg_depthwise_pixel_avx512;    /* where cg_depthwise3x3_avx512_runs_here() */
-/* The fastest this CPU runs. */
-cg_depthwise_pixel_fn *cg_depthwise_pixel_selected(void);
 
 /* Most channels the depthwise kernel takes per block. */
 enum { CG_DEPTHWISE_MAX_BLOCK = 256 };

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* One place chooses every kernel: from cpuid, the cache sizes and
+ * CONVGRAD_ISA, once per process (BLIS's cntx, oneDNN's ONEDNN_MAX_CPU_ISA). */
+#include "kernels/context.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#if CG_X86_KERNELS
+#include <cpuid.h>
+#endif
+
+static const cg_kernel_entry kernel_list[] = {
+#define CG_KERNEL(slot, name, isa, features, mr, nr)                                               \
+    {#slot, #name, CG_ISA_##isa, features, mr, nr, (cg_any_fn *)name},
+#include "kernels/kernels.inc"
+};
+
+const cg_kernel_entry *cg_kernel_list(int *count)
+{
+    *count = (int)(sizeof kernel_list / sizeof *kernel_list);
+    return kernel_list;
+}
+
+const char *cg_isa_name(cg_isa isa)
+{
+    static const char *const names[] = {"ref", "avx2", "avx512"};
+    return names[isa];
+}
+
+static unsigned detect_features(void)
+{
+    unsigned f = 0;
+#if CG_X86_KERNELS
+    __builtin_cpu_init();
+    f |= __builtin_cpu_supports("avx") ? CG_CPU_AVX : 0;
+    f |= __builtin_cpu_supports("avx2") ? CG_CPU_AVX2 : 0;
+    f |= __builtin_cpu_supports("fma") ? CG_CPU_FMA : 0;
+    f |= __builtin_cpu_supports("avx512f") ? CG_CPU_AVX512F : 0;
+    f |= __builtin_cpu_supports("avx512bw") ? CG_CPU_AVX512BW : 0;
+    f |= __builtin_cpu_supports("avx512vl") ? CG_CPU_AVX512VL : 0;
+    /* clang (14 at least) has no "f16c" for __builtin_cpu_supports: cpuid
+     * leaf 1, ECX bit 29 (usable only with AVX, which the OS check above
+     * covers) */
+    unsigned a, b, c, d;
+    if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C))
+        f |= CG_CPU_F16C;
+#endif
+    return f;
+}
+
+static cg_isa widest_isa(unsigned f)
+{
+    const unsigned avx2 = CG_CPU_AVX | CG_CPU_AVX2 | CG_CPU_FMA | CG_CPU_F16C;
+    if ((f & (avx2 | CG_CPU_AVX512_FBWVL)) == (avx2 | CG_CPU_AVX512_FBWVL))
+        return CG_ISA_AVX512;
+    return (f & avx2) == avx2 ? CG_ISA_AVX2 : CG_ISA_REF;
+}
+
+/* CONVGRAD_ISA: the cap, or the CPU's own set when it is unset, unknown
+ * (said on stderr) or more than the CPU has (said too: a fallback, never a
+ * crash). */
+static cg_isa capped_isa(cg_isa cpu)
+{
+    const char *want = getenv("CONVGRAD_ISA");
+    if (!want || !*want)
+        return cpu;
+    for (cg_isa isa = CG_ISA_REF; isa <= CG_ISA_AVX512; isa++) {
+        if (strcmp(want, cg_isa_name(isa)) != 0)
+            continue;
+        if (isa <= cpu)
+            return isa;
+        fprintf(stderr, "convgrad: CONVGRAD_ISA=%s: this CPU or build cannot run it; using %s\n",
+                want, cg_isa_name(cpu));
+        return cpu;
+    }
+    fprintf(stderr, "convgrad: CONVGRAD_ISA=%s is not ref, avx2 or avx512; using %s\n", want,
+            cg_isa_name(cpu));
+    return cpu;
+}
+
+/* sysconf's answer where it has one in [lo, hi], else `otherwise`. */
+static long cache_bytes(int name, long lo, long hi, long otherwise)
+{
+    long bytes = name >= 0 ? sysconf(name) : -1;
+    return bytes >= lo && bytes <= hi ? bytes : otherwise;
+}
+
+#ifndef _SC_LEVEL1_DCACHE_SIZE /* not glibc */
+#define _SC_LEVEL1_DCACHE_SIZE (-1)
+#define _SC_LEVEL2_CACHE_SIZE (-1)
+#endif
+
+static cg_kernel_context context;
+static pthread_once_t context_once = PTHREAD_ONCE_INIT;
+
+static int allows(const cg_kernel_context *ctx, const cg_kernel_entry *e)
+{
+    return e->isa <= ctx->isa && (e->features & ~ctx->cpu_features) == 0;
+}
+
+static void make_context(void)
+{
+    cg_kernel_context *ctx = &context;
+    ctx->cpu_features = detect_features();
+    ctx->cpu_isa = widest_isa(ctx->cpu_features);
+    ctx->isa = capped_isa(ctx->cpu_isa);
+    ctx->l1_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 4 << 10, 1 << 20, 32 << 10);
+    ctx->l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 64 << 10, 64 << 20, 512 << 10);
+    /* the list goes slowest to fastest: the last line allowed wins */
+    const cg_kernel_entry *e = kernel_list;
+#define CG_KERNEL(slot, name, isa, features, mr, nr)                                               \
+    if (allows(ctx, e)) {                                                                          \
+        ctx->slot = name;                                                                          \
+        ctx->entry.slot = e;                                                                       \
+    }                                                                                              \
+    e++;
+#include "kernels/kernels.inc"
+    ctx->gemm_mr = ctx->entry.gemm_atb->mr;
+    ctx->gemm_nr = ctx->entry.gemm_atb->nr;
+}
+
+const cg_kernel_context *cg_kernels(void)
+{
+    pthread_once(&context_once, make_context);
+    return &context;
+}
+
+int cg_cpu_has(unsigned features)
+{
+    return (features & ~cg_kernels()->cpu_features) == 0;
+}

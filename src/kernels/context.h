@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* The kernel context: for this CPU, the kernel of each slot of the list
+ * and the sizes the drivers block for, chosen once per process
+ * (docs/kernels.md). CONVGRAD_ISA=ref|avx2|avx512 in the environment caps
+ * the choice. */
+#ifndef CG_KERNELS_CONTEXT_H
+#define CG_KERNELS_CONTEXT_H
+#include "kernels/list.h"
+
+typedef struct cg_kernel_context {
+    cg_isa isa;            /* the widest kernel set in use: the CPU's, capped */
+    cg_isa cpu_isa;        /* the widest this CPU and build run */
+    unsigned cpu_features; /* CG_CPU_* bits of this CPU (0 without x86 kernels) */
+    long l1_bytes;         /* one core's L1 data cache */
+    long l2_bytes;         /* one core's L2 cache */
+
+    cg_gemm_atb_fn *gemm_atb;
+    int gemm_mr, gemm_nr; /* gemm_atb's register tile: rows x columns of C */
+    cg_dwconv_rows_fn *dwconv_rows;
+    cg_dwconv3x3_rows_fn *dwconv3x3_rows; /* NULL where no 3x3 kernel runs */
+    cg_dwconv_pixel_fn *dwconv_pixel;
+    cg_f16_to_f32_fn *f16_to_f32;
+    cg_f32_to_f16_fn *f32_to_f16;
+
+    /* The list's line of each chosen kernel (its name, ISA, tile), or NULL. */
+    struct {
+        const cg_kernel_entry *gemm_atb, *dwconv_rows, *dwconv3x3_rows, *dwconv_pixel, *f16_to_f32,
+            *f32_to_f16;
+    } entry;
+} cg_kernel_context;
+
+/* The context, made on the first call (thread-safe); never NULL. */
+const cg_kernel_context *cg_kernels(void);
+
+/* "ref", "avx2" or "avx512". */
+const char *cg_isa_name(cg_isa isa);
+
+/* Whether this CPU has every feature of `features` (CG_CPU_* bits): a kernel
+ * that needs them runs here, whatever the cap. */
+int cg_cpu_has(unsigned features);
+#endif

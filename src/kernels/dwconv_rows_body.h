@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* The depthwise weight gradient's loops for any kernel size, written once:
+ * the reference (ref/dwconv.c) and the copies the compiler vectorises for
+ * wider ISAs (avx2/dwconv.c, avx512/dwconv.c) are this body, inlined into a
+ * function of each target. */
+#ifndef CG_KERNELS_DWCONV_ROWS_BODY_H
+#define CG_KERNELS_DWCONV_ROWS_BODY_H
+#include "kernels.h"
+#include "kernels/geometry.h"
+
+#define CG_INLINE_BODY static inline __attribute__((always_inline))
+
+CG_INLINE_BODY void cg_multiply_add(float *restrict acc, const float *restrict dy,
+                                    const float *restrict x, int64_t n)
+{
+    for (int64_t c = 0; c < n; c++)
+        acc[c] += dy[c] * x[c];
+}
+
+/* cg_dwconv_rows_fn's contract (kernels/list.h), for every kernel size. */
+CG_INLINE_BODY void cg_dwconv_rows_body(const cg_plan *plan, const void *dy, const void *x,
+                                        int64_t c_first, int64_t c_last, int64_t first,
+                                        int64_t last, float *acc, float *dst)
+{
+    const int64_t channels = c_last - c_first, taps = plan->taps;
+    const int fp32 = plan->dtype_size == sizeof(float);
+    float dy_floats[CG_DEPTHWISE_MAX_BLOCK], x_floats[CG_DEPTHWISE_MAX_BLOCK];
+    memset(acc, 0, (size_t)(taps * channels) * sizeof(float));
+    cg_pixel px = cg_pixel_of_row(plan, first);
+    for (int64_t row = first; row < last; row++, cg_next_pixel(plan, &px)) {
+        const float *dy_row = dy_floats;
+        if (fp32)
+            dy_row = (const float *)dy + row * plan->cout + c_first;
+        else
+            cg_load_floats(dy_floats, dy, row * plan->cout + c_first, channels, 2);
+        for (int64_t kh = 0; kh < plan->kernel_h; kh++)
+            for (int64_t kw = 0; kw < plan->kernel_w; kw++) {
+                int64_t at = cg_x_index(plan, &px, kh, kw, c_first);
+                if (at < 0)
+                    continue;
+                const float *x_row = x_floats;
+                if (fp32)
+                    x_row = (const float *)x + at;
+                else
+                    cg_load_floats(x_floats, x, at, channels, 2);
+                cg_multiply_add(acc + (kh * plan->kernel_w + kw) * channels, dy_row, x_row,
+                                channels);
+            }
+    }
+    for (int64_t c = 0; c < channels; c++) /* tap-major sums -> dw rows [c][tap] */
+        for (int64_t tap = 0; tap < taps; tap++)
+            dst[c * taps + tap] = acc[tap * channels + c];
+}
+#endif

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/* The kernel layer's types and the declaration of every kernel of the list
+ * (kernels.inc). A kernel computes; it knows nothing of cores or tiles of
+ * the long sum, and the context (context.h) says which one runs. */
+#ifndef CG_KERNELS_LIST_H
+#define CG_KERNELS_LIST_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+/* The one guard of everything x86 (CMake option CONVGRAD_X86_KERNELS). */
+#ifndef CG_X86_KERNELS
+#define CG_X86_KERNELS 0
+#endif
+
+/* Kernel sets, narrowest first: CONVGRAD_ISA names one. */
+typedef enum cg_isa { CG_ISA_REF, CG_ISA_AVX2, CG_ISA_AVX512 } cg_isa;
+
+/* CPU features a kernel needs (kernels.inc, column `features`). */
+enum {
+    CG_CPU_AVX = 1u << 0,
+    CG_CPU_AVX2 = 1u << 1,
+    CG_CPU_FMA = 1u << 2,
+    CG_CPU_F16C = 1u << 3,
+    CG_CPU_AVX512F = 1u << 4,
+    CG_CPU_AVX512BW = 1u << 5,
+    CG_CPU_AVX512VL = 1u << 6,
+    CG_CPU_AVX512_FBWVL = CG_CPU_AVX512F | CG_CPU_AVX512BW | CG_CPU_AVX512VL,
+};
+
+/* C[m][n] = A^T B + beta*C, row-major: A is [k][m] (lda), B is [k][n] (ldb),
+ * C is [m][n] (ldc); beta is 0 (C is written, never read) or 1; nothing of
+ * C past column n is touched. */
+typedef void cg_gemm_atb_fn(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
+                            float beta, float *c, int ldc);
+
+/* Depthwise weight gradient over rows [first, last) of the sum, channels
+ * [c_first, c_last): dst[c - c_first][tap] = sum of dy[row][c] *
+ * x[in(row, tap)][c]; fp32 or fp16 tensors as plan->dtype_size says. `acc`
+ * holds taps * (c_last - c_first) floats. dwconv_rows kernels serve every
+ * kernel size, dwconv3x3_rows kernels 3x3 only. */
+typedef void cg_dwconv_rows_fn(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
+                               int64_t c_last, int64_t first, int64_t last, float *acc, float *dst);
+typedef cg_dwconv_rows_fn cg_dwconv3x3_rows_fn;
+
+/* One pixel of a depthwise convolution: out[c] = (init ? init[c] : 0) +
+ * the sum over taps t with x[t] != NULL of x[t][c] * w[t * n + c], c < n. */
+typedef void cg_dwconv_pixel_fn(float *restrict out, const float *restrict init,
+                                const float *const *x, const float *restrict w, int64_t taps,
+                                int64_t n);
+
+/* IEEE binary16 (raw bits, unaligned) <-> float, n values; float -> half
+ * rounds to nearest even. */
+typedef void cg_f16_to_f32_fn(float *dst, const void *src_halves, size_t n);
+typedef void cg_f32_to_f16_fn(void *dst_halves, const float *src, size_t n);
+
+#define CG_KERNEL(slot, name, isa, features, mr, nr) cg_##slot##_fn name;
+#include "kernels/kernels.inc"
+
+/* A line of the list, as data. `fn` is the kernel (cast it back to
+ * cg_<slot>_fn before calling). */
+typedef void cg_any_fn(void);
+typedef struct cg_kernel_entry {
+    const char *slot, *name;
+    cg_isa isa;
+    unsigned features;
+    int mr, nr;
+    cg_any_fn *fn;
+} cg_kernel_entry;
+
+/* The whole list, in its order; *count is set to its length. */
+const cg_kernel_entry *cg_kernel_list(int *count);
+#endif

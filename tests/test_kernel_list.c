@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: MIT */
+/* Every kernel of the list (src/kernels/kernels.inc) that this CPU can run,
+ * whatever CONVGRAD_ISA says, against a double-precision or exact oracle of
+ * its slot, on the edges of its tile: sizes below, equal to, above and
+ * multiples of each tile dimension and of the vector widths, primes, beta 0
+ * (C never read) and 1, leading dimensions wider than the matrices, and the
+ * neighbours of what it writes left untouched. One test per line of the
+ * list, generated from it; a slot's check is written once. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "kernels/context.h"
+#include "reference.h"
+#include "support.h"
+
+static const float CANARY = -12345.0f;
+
+/* sizes[0, n) gets base, then t - 1, t, t + 1, 2t, 2t + 1 for the tile side
+ * t, without repeats or values below 1; returns the count. */
+static int edge_sizes(int *sizes, const int *base, int n_base, int t)
+{
+    int n = 0;
+    const int around[] = {t - 1, t, t + 1, 2 * t, 2 * t + 1};
+    for (int i = 0; i < n_base + 5; i++) {
+        int v = i < n_base ? base[i] : around[i - n_base], seen = v < 1;
+        for (int j = 0; j < n && !seen; j++)
+            seen = sizes[j] == v;
+        if (!seen)
+            sizes[n++] = v;
+    }
+    return n;
+}
+
+/* ---- gemm_atb ----------------------------------------------------------- */
+
+/* Wrong elements of C (rows m + 1 with canaries past n and in row m). */
+static int gemm_atb_wrong(cg_gemm_atb_fn *fn, int m, int n, int k, int beta, cgt_rng *rng)
+{
+    const int lda = m + 3, ldb = n + 5, ldc = n + 7;
+    float *a = malloc(sizeof(float) * (size_t)k * lda),
+          *b = malloc(sizeof(float) * (size_t)k * ldb);
+    float *c = malloc(sizeof(float) * (size_t)(m + 1) * ldc);
+    double *old = malloc(sizeof(double) * (size_t)m * n);
+    cgt_fill_f32(rng, a, (size_t)k * lda, 1.0);
+    cgt_fill_f32(rng, b, (size_t)k * ldb, 1.0);
+    for (int i = 0; i <= m; i++)
+        for (int j = 0; j < ldc; j++) {
+            int inside = i < m && j < n;
+            /* beta 0: C is never read, so NaN must not come through */
+            c[i * ldc + j] = !inside ? CANARY : beta ? (float)cgt_rng_sym(rng) : NAN;
+            if (inside)
+                old[i * n + j] = beta ? c[i * ldc + j] : 0.0;
+        }
+    fn(m, n, k, a, lda, b, ldb, (float)beta, c, ldc);
+    int bad = 0;
+    for (int i = 0; i <= m; i++)
+        for (int j = 0; j < ldc; j++) {
+            const float got = c[i * ldc + j];
+            if (i == m || j >= n) {
+                bad += memcmp(&got, &CANARY, sizeof got) != 0;
+                continue;
+            }
+            double want = old[i * n + j];
+            for (int p = 0; p < k; p++)
+                want += (double)a[p * lda + i] * b[p * ldb + j];
+            bad += !(fabs(got - want) <= 1e-6 * (k + 2)); /* |a|, |b|, |c| <= 1 */
+        }
+    free(a);
+    free(b);
+    free(c);
+    free(old);
+    return bad;
+}
+
+static void check_gemm_atb(cg_gemm_atb_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+{
+    (void)isa;
+    const int m_base[] = {1, 2, 3, 5, 8, 13, 31};
+    /* vectors of 8 and 16 floats, the x86 kernels' pass of 128 rows */
+    const int n_base[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 97};
+    const int ks[] = {1, 2, 3, 127, 128, 129, 257};
+    int ms[16], ns[20];
+    int n_m = edge_sizes(ms, m_base, 7, mr), n_n = edge_sizes(ns, n_base, 12, nr);
+    cgt_rng rng;
+    cgt_rng_seed(&rng, cgt_base_seed());
+    for (int mi = 0; mi < n_m; mi++)
+        for (int ni = 0; ni < n_n; ni++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                for (int beta = 0; beta < 2; beta++) {
+                    int bad = gemm_atb_wrong(fn, ms[mi], ns[ni], ks[ki], beta, &rng);
+                    cr_assert_eq(bad, 0, "%s m %d n %d k %d beta %d: %d wrong elements", name,
+                                 ms[mi], ns[ni], ks[ki], beta, bad);
+                }
+}
+
+/* ---- dwconv_rows, dwconv3x3_rows ----------------------------------------------------- */
+
+static double element(const void *t, int64_t i, size_t dtype_size)
+{
+    return dtype_size == 4 ? ((const float *)t)[i]
+                           : ref_half_to_double(ref_half_load(t, (size_t)i));
+}
+
+/* The sums the kernel must write, in double, and the sums of their terms'
+ * magnitudes (for the tolerance). */
+static void dwconv_rows_oracle(const cg_plan *p, const void *dy, const void *x, int64_t c_first,
+                               int64_t c_last, int64_t first, int64_t last, double *want,
+                               double *abs_sum)
+{
+    const int64_t channels = c_last - c_first, plane = p->out_h * p->out_w;
+    memset(want, 0, sizeof(double) * (size_t)(channels * p->taps));
+    memset(abs_sum, 0, sizeof(double) * (size_t)(channels * p->taps));
+    for (int64_t row = first; row < last; row++) {
+        const int64_t n = row / plane, oh = row % plane / p->out_w, ow = row % p->out_w;
+        for (int64_t kh = 0; kh < p->kernel_h; kh++)
+            for (int64_t kw = 0; kw < p->kernel_w; kw++) {
+                const int64_t iy = oh * p->stride_h + kh * p->dil_h - p->pad_u;
+                const int64_t ix = ow * p->stride_w + kw * p->dil_w - p->pad_l;
+                if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w)
+                    continue;
+                for (int64_t c = c_first; c < c_last; c++) {
+                    double term =
+                        element(dy, row * p->cout + c, p->dtype_size) *
+                        element(x, ((n * p->in_h + iy) * p->in_w + ix) * p->cin + c, p->dtype_size);
+                    int64_t at = (c - c_first) * p->taps + kh * p->kernel_w + kw;
+                    want[at] += term;
+                    abs_sum[at] += fabs(term);
+                }
+            }
+    }
+}
+
+static void check_dwconv_shape(cg_dwconv_rows_fn *fn, const char *name, const cgt_shape *s,
+                               size_t dtype_size, int sub_range, cgt_rng *rng)
+{
+    ConvParameter p = cgt_param(s);
+    cg_plan plan;
+    cr_assert_eq(cg_plan_make(&p, dtype_size, &plan), CG_OK);
+    size_t dy_n = ref_dy_elems(&p), x_n = ref_x_elems(&p);
+    void *dy = malloc(dy_n * dtype_size), *x = malloc(x_n * dtype_size);
+    if (dtype_size == 4) {
+        cgt_fill_f32(rng, dy, dy_n, 1.0);
+        cgt_fill_f32(rng, x, x_n, 1.0);
+    } else {
+        cgt_fill_f16(rng, dy, dy_n, 1.0);
+        cgt_fill_f16(rng, x, x_n, 1.0);
+    }
+    /* a core's share that starts and ends mid-image; channels from 0, or a
+     * block from inside */
+    const int64_t first = plan.rows / 3, last = plan.rows - plan.rows / 5;
+    const int64_t c_first = sub_range ? plan.cout / 3 : 0, c_last = plan.cout;
+    const int64_t out_n = (c_last - c_first) * plan.taps;
+    float *acc = malloc(sizeof(float) * (size_t)out_n),
+          *got = malloc(sizeof(float) * (size_t)(out_n + 1));
+    double *want = malloc(sizeof(double) * (size_t)out_n),
+           *abs_sum = malloc(sizeof(double) * (size_t)out_n);
+    got[out_n] = CANARY;
+    fn(&plan, dy, x, c_first, c_last, first, last, acc, got);
+    dwconv_rows_oracle(&plan, dy, x, c_first, c_last, first, last, want, abs_sum);
+    for (int64_t i = 0; i < out_n; i++)
+        cr_assert(fabs(got[i] - want[i]) <= 1e-6 * (double)(last - first + 2) * abs_sum[i] + 1e-30,
+                  "%s: C %d stride %d,%d %dx%d pad %d/%d fp%zu channels [%lld, %lld): dw[%lld] "
+                  "%g, want %g",
+                  name, s->cin, s->sh, s->sw, s->h, s->w, s->pu, s->pd, dtype_size * 8,
+                  (long long)c_first, (long long)c_last, (long long)i, got[i], want[i]);
+    cr_assert(memcmp(&got[out_n], &CANARY, sizeof CANARY) == 0, "%s: wrote past dw", name);
+    free(dy);
+    free(x);
+    free(acc);
+    free(got);
+    free(want);
+    free(abs_sum);
+}
+
+/* 3x3 shapes (and, for kernels of every size, others) around the channel
+ * tile, strides, borders, fp16. */
+static void check_dwconv(cg_dwconv_rows_fn *fn, const char *name, int nr, int any_size)
+{
+    const int base[] = {1, 3, 15, 16, 17, 31, 32, 33, 47, 64, 67, 100};
+    int channels[20];
+    int n_c = edge_sizes(channels, base, 12, nr);
+    cgt_rng rng;
+    cgt_rng_seed(&rng, cgt_base_seed());
+    for (int i = 0; i < n_c; i++)
+        for (int stride = 1; stride <= 3; stride++)
+            for (int pad = 0; pad <= 2; pad++)
+                for (size_t dtype = 2; dtype <= 4; dtype += 2) {
+                    int c = channels[i];
+                    cgt_shape s = {.n = 2,
+                                   .h = 9 + stride,
+                                   .w = 6 + pad,
+                                   .cin = c,
+                                   .cout = c,
+                                   .kh = 3,
+                                   .kw = 3,
+                                   .g = c,
+                                   .sh = stride,
+                                   .sw = 3 - stride + 1,
+                                   .pu = pad,
+                                   .pd = 2 - pad,
+                                   .pl = 1,
+                                   .pr = pad};
+                    check_dwconv_shape(fn, name, &s, dtype, (stride + pad) % 2, &rng);
+                }
+    /* more output pixels than a kernel's tile, so sums rest and resume; for
+     * kernels of every size, also a 5x2 kernel, dilated and strided */
+    const cgt_shape more[] = {
+        {.n = 3,
+         .h = 23,
+         .w = 19,
+         .cin = 40,
+         .cout = 40,
+         .kh = 3,
+         .kw = 3,
+         .g = 40,
+         .pu = 1,
+         .pd = 1,
+         .pl = 1,
+         .pr = 1},
+        {.n = 2,
+         .h = 11,
+         .w = 9,
+         .cin = 19,
+         .cout = 19,
+         .kh = 5,
+         .kw = 2,
+         .g = 19,
+         .dh = 2,
+         .sw = 2,
+         .pu = 2,
+         .pd = 1,
+         .pl = 1},
+    };
+    for (int i = 0; i < (any_size ? 2 : 1); i++) {
+        check_dwconv_shape(fn, name, &more[i], 4, i, &rng);
+        check_dwconv_shape(fn, name, &more[i], 2, !i, &rng);
+    }
+}
+
+/* The two slots share the check; 3x3 kernels see 3x3 shapes only. */
+#define check_dwconv_rows(fn, name, isa, mr, nr) check_dwconv(fn, name, nr, 1)
+#define check_dwconv3x3_rows(fn, name, isa, mr, nr) check_dwconv(fn, name, nr, 0)
+
+/* ---- dwconv_pixel ------------------------------------------------------- */
+
+/* Every channel count up to 4 tiles and a prime past them, taps missing
+ * (padding), with and without a starting value; small integers, so every
+ * order of the sum is exact. */
+static void check_dwconv_pixel(cg_dwconv_pixel_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+{
+    (void)isa, (void)mr;
+    enum { TAPS = 9, MOST = 4 * 48 + 7 };
+    static float x[TAPS][MOST], w[TAPS * MOST], init[MOST], got[MOST + 1], want[MOST + 1];
+    cgt_rng r;
+    cgt_rng_seed(&r, cgt_base_seed());
+    for (int n = 1; n <= 4 * nr + 7 && n <= MOST; n++)
+        for (int with_init = 0; with_init < 2; with_init++) {
+            const float *rows[TAPS];
+            for (int t = 0; t < TAPS; t++) {
+                for (int c = 0; c < n; c++) {
+                    x[t][c] = (float)cgt_rng_int(&r, -3, 3);
+                    w[t * n + c] = (float)cgt_rng_int(&r, -3, 3);
+                }
+                rows[t] = cgt_rng_int(&r, 0, 3) ? x[t] : NULL;
+            }
+            for (int c = 0; c < n; c++) {
+                init[c] = (float)cgt_rng_int(&r, -4, 4);
+                want[c] = with_init ? init[c] : 0.0f;
+                for (int t = 0; t < TAPS; t++)
+                    want[c] += rows[t] ? x[t][c] * w[t * n + c] : 0.0f;
+            }
+            got[n] = want[n] = CANARY; /* nothing past n is written */
+            fn(got, with_init ? init : NULL, rows, w, TAPS, n);
+            cr_assert(memcmp(got, want, (size_t)(n + 1) * sizeof(float)) == 0,
+                      "%s: %d channels, init %d", name, n, with_init);
+        }
+}
+
+/* ---- f16_to_f32, f32_to_f16 --------------------------------------------- */
+
+/* Every half, then every length up to 3 tiles from an odd offset (the
+ * halves unaligned), the float after the last one untouched. */
+static void check_f16_to_f32(cg_f16_to_f32_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+{
+    (void)isa, (void)mr;
+    static uint16_t halves[65536 + 1];
+    static float got[65536 + 1];
+    for (int i = 0; i < 65536; i++)
+        halves[i] = (uint16_t)i;
+    fn(got, halves, 65536);
+    for (int i = 0; i < 65536; i++) {
+        float want = ref_half_to_float((uint16_t)i);
+        cr_assert(isnan(want) ? isnan(got[i]) : memcmp(&got[i], &want, 4) == 0,
+                  "%s: half %#06x gives %a, want %a", name, i, got[i], want);
+    }
+    const unsigned char *odd = (const unsigned char *)halves + 1;
+    for (int n = 0; n <= 3 * nr + 1; n++) {
+        got[n] = CANARY;
+        fn(got, odd, (size_t)n);
+        for (int i = 0; i < n; i++) {
+            float want = ref_half_to_float(ref_half_load(odd, (size_t)i));
+            cr_assert(isnan(want) ? isnan(got[i]) : memcmp(&got[i], &want, 4) == 0,
+                      "%s: n %d, value %d", name, n, i);
+        }
+        cr_assert(memcmp(&got[n], &CANARY, 4) == 0, "%s: n %d wrote past the end", name, n);
+    }
+}
+
+/* The i-th float of a deterministic spread: exponents around half's range
+ * (where rounding happens), one in 16 anywhere (inf, nan, huge, tiny), one
+ * in 8 exactly halfway between two halves, both signs. */
+static float spread_float(uint32_t i)
+{
+    const uint32_t mix = i * 2654435761u;
+    const uint32_t exponent = i % 16 == 0 ? mix >> 24 : 98 + (mix >> 8) % 47;
+    uint32_t mantissa = (mix ^ (mix >> 13)) & 0x7fffffu;
+    if (i % 8 == 1)
+        mantissa = (mantissa & 0x7fe000u) | 0x1000u;
+    const uint32_t bits = (i & 1u) << 31 | exponent << 23 | mantissa;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* 2^20 floats of the spread, then every length up to 3 tiles into an odd
+ * address, the half after them untouched. */
+static void check_f32_to_f16(cg_f32_to_f16_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+{
+    (void)isa, (void)mr;
+    enum { N = 1 << 16, ROUNDS = 16 };
+    static float f[N];
+    static unsigned char got[2 * N + 3];
+    for (int round = 0; round < ROUNDS + 3 * nr + 2; round++) {
+        const int n = round < ROUNDS ? N : round - ROUNDS;
+        for (int i = 0; i < n; i++)
+            f[i] = spread_float((uint32_t)(round * N + i));
+        ref_half_store(got + 1, (size_t)n, 0xdead);
+        fn(got + 1, f, (size_t)n);
+        for (int i = 0; i < n; i++) {
+            uint16_t h = ref_half_load(got + 1, (size_t)i), want = ref_float_to_half(f[i]);
+            cr_assert(isnan(f[i]) ? (h & 0x7fff) > 0x7c00 : h == want,
+                      "%s: float %a gives %#06x, want %#06x", name, f[i], h, want);
+        }
+        cr_assert_eq(ref_half_load(got + 1, (size_t)n), 0xdead, "%s: n %d wrote past the end", name,
+                     n);
+    }
+}
+
+/* ---- one test per line of the list -------------------------------------- */
+
+#define CG_KERNEL(slot, name, isa, features, mr, nr)                                               \
+    Test(kernel_list, name)                                                                        \
+    {                                                                                              \
+        if (!cg_cpu_has(features))                                                                 \
+            cr_skip_test("%s: this CPU lacks its features", #name);                                \
+        check_##slot(name, #name, CG_ISA_##isa, mr, nr);                                           \
+    }
+#include "kernels/kernels.inc"
