@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "gemm/gemm.h"
-#include "gemm/gemm_kernels.h"
+#include "kernels/context.h"
 #include "support.h"
 
 static const float CANARY = -12345.0f;
@@ -103,14 +103,16 @@ static int edges(int u, int *out)
  * cross every block edge: kc 16, mc two tiles, nc two tiles. */
 Test(packed_gemm, every_kernel_on_tile_and_block_edges)
 {
-    cg_gemm_blocking kernels[2];
-    int nk = 0;
-#if CG_GEMM_HAVE_X86
-    if (__builtin_cpu_supports("avx512f"))
-        kernels[nk++] = (cg_gemm_blocking){cg_gemm_atb_avx512, "avx512", 8, 48, 16, 16, 96};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        kernels[nk++] = (cg_gemm_blocking){cg_gemm_atb_avx2, "avx2", 6, 16, 16, 12, 32};
-#endif
+    cg_gemm_blocking kernels[8];
+    int nk = 0, count;
+    const cg_kernel_entry *list = cg_kernel_list(&count);
+    for (int e = 0; e < count && nk < 8; e++) {
+        const cg_kernel_entry *x = &list[e];
+        if (strcmp(x->slot, "gemm_atb") != 0 || x->mr * x->nr == 1 || !cg_cpu_has(x->features))
+            continue; /* the register-tile kernels this CPU runs */
+        kernels[nk++] = (cg_gemm_blocking){
+            (cg_gemm_atb_fn *)x->fn, x->name, x->mr, x->nr, 16, 2 * x->mr, 2 * x->nr};
+    }
     if (nk == 0)
         cr_log_info("packed gemm: this CPU runs none of the library's kernels");
     cgt_rng rng;

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
-#include "gemm/gemm_kernels.h"
 #include "gemm/packed_x86.h"
+#include "kernels/context.h"
+#include "kernels/gemm_atb_blocks.h"
 
 /* Chosen once per process (choose, below). */
 static cg_gemm_blocking g_here;
@@ -46,7 +46,7 @@ static void pack_panels(const float *x, size_t stride_r, size_t stride_p, int ro
                     dst[(size_t)p * w + r] = src[(size_t)p * stride_p + r];
             continue;
         }
-#if CG_GEMM_HAVE_X86
+#if CG_X86_KERNELS
         if (g_avx2 && stride_p == 1) {
             cg_pack_transposed_avx2(src, stride_r, h, kb, w, dst);
             continue;
@@ -107,15 +107,9 @@ void cg_gemm_packed(const cg_gemm_blocking *bl, int trans_a, int trans_b, int m,
 
 /* ---- this CPU's blocking and the choice against OpenBLAS --------------- */
 
-/* The kernels split longer sums into passes of this many steps themselves
- * (gemm_x86.c), reloading C's tile each pass: a longer kc gains nothing. */
-enum { KERNEL_KC = 128, MC_MOST = 256, NC_MOST = 512 };
-
-static long cache_bytes(int name, long otherwise)
-{
-    long v = sysconf(name);
-    return v > 0 ? v : otherwise;
-}
+/* The kernels split longer sums into passes of CG_GEMM_ATB_KC steps
+ * themselves, reloading C's tile each pass: a longer kc gains nothing. */
+enum { MC_MOST = 256, NC_MOST = 512 };
 
 static int round_down(int x, int unit)
 {
@@ -129,7 +123,7 @@ static cg_gemm_blocking blocking_for(cg_gemm_atb_fn *kernel, const char *name, i
                                      long l1, long l2)
 {
     const int kc =
-        round_down((int)min_int(KERNEL_KC, (int)(l1 / 2 / (nr * (long)sizeof(float)))), 8);
+        round_down((int)min_int(CG_GEMM_ATB_KC, (int)(l1 / 2 / (nr * (long)sizeof(float)))), 8);
     const int mc = round_down(min_int(MC_MOST, (int)(l2 / 4 / (kc * (long)sizeof(float)))), mr);
     return (cg_gemm_blocking){kernel, name, mr, nr, kc, mc, round_down(NC_MOST, nr)};
 }
@@ -163,23 +157,15 @@ static int openblas_width(void)
  * same path, so results do not change from run to run. */
 static void choose(void)
 {
-    const char *name;
-    cg_gemm_atb_fn *kernel = cg_gemm_atb_selected(&name);
-    const long l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
-    const long l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
-    int width = 0;
-    if (strcmp(name, "avx512") == 0) {
-        g_here = blocking_for(kernel, name, 8, 48, l1, l2);
-        width = 3;
-    } else if (strcmp(name, "avx2") == 0) {
-        g_here = blocking_for(kernel, name, 6, 16, l1, l2);
-        width = 2;
-    }
-    g_have_kernel = g_here.kernel != NULL;
+    const cg_kernel_context *kx = cg_kernels();
+    const cg_isa isa = kx->entry.gemm_atb->isa;
+    const int width = isa == CG_ISA_AVX512 ? 3 : isa == CG_ISA_AVX2 ? 2 : 0;
+    if (width > 0)
+        g_here = blocking_for(kx->gemm_atb, kx->entry.gemm_atb->name, kx->gemm_mr, kx->gemm_nr,
+                              kx->l1_bytes, kx->l2_bytes);
+    g_have_kernel = width > 0;
     g_use_packed = g_have_kernel && openblas_width() < width;
-#if CG_GEMM_HAVE_X86
-    g_avx2 = __builtin_cpu_supports("avx2");
-#endif
+    g_avx2 = kx->isa >= CG_ISA_AVX2 && (kx->cpu_features & CG_CPU_AVX2);
 }
 
 const cg_gemm_blocking *cg_gemm_blocking_here(void)

@@ -4,7 +4,7 @@
  * scalar loop moves one float per store. */
 #include "gemm/packed_x86.h"
 
-#if CG_GEMM_HAVE_X86
+#if CG_X86_KERNELS
 #include <immintrin.h>
 
 /* Rows r0..r0+7, steps p0..p0+7 of x into dst's steps p0..p0+7 at r0. */
