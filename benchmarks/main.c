@@ -362,6 +362,19 @@ static int parse_int(const char *s, long *out)
     return 0;
 }
 
+/* Option opt's value v as an int in [lo, hi] into *out; else says what the
+ * option wants and returns -1. */
+static int int_value(const char *opt, const char *v, long lo, long hi, const char *wants, int *out)
+{
+    long n;
+    if (parse_int(v, &n) || n < lo || n > hi) {
+        fprintf(stderr, "convgrad-bench: %s wants %s, not '%s'\n", opt, wants, v);
+        return -1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
 static int find_layer(const char *name)
 {
     for (int i = 0; i < bench_nlayers; ++i)
@@ -465,36 +478,24 @@ static int parse_options(int argc, char **argv, options *o)
             o->shapes = v;
         } else if (!strcmp(a, "--warm-ms")) {
             NEED_VALUE();
-            if (parse_int(v, &n) || n > 60000) {
-                fprintf(stderr, "convgrad-bench: --warm-ms wants milliseconds, not '%s'\n", v);
+            if (int_value(a, v, 0, 60000, "milliseconds", &o->warm_ms))
                 return -1;
-            }
-            o->warm_ms = (int)n;
         } else if (!strcmp(a, "--quick")) {
             o->quick = 1;
         } else if (!strcmp(a, "--no-plots")) {
             o->no_plots = 1;
         } else if (!strcmp(a, "--reps")) {
             NEED_VALUE();
-            if (parse_int(v, &n) || n < 1 || n > 100000) {
-                fprintf(stderr, "convgrad-bench: --reps wants a positive count, not '%s'\n", v);
+            if (int_value(a, v, 1, 100000, "a positive count", &o->reps))
                 return -1;
-            }
-            o->reps = (int)n;
         } else if (!strcmp(a, "--warmup")) {
             NEED_VALUE();
-            if (parse_int(v, &n) || n > 1000) {
-                fprintf(stderr, "convgrad-bench: --warmup wants a count, not '%s'\n", v);
+            if (int_value(a, v, 0, 1000, "a count", &o->warmup))
                 return -1;
-            }
-            o->warmup = (int)n;
         } else if (!strcmp(a, "--train-reps")) {
             NEED_VALUE();
-            if (parse_int(v, &n) || n > 100000) {
-                fprintf(stderr, "convgrad-bench: --train-reps wants a count, not '%s'\n", v);
+            if (int_value(a, v, 0, 100000, "a count", &o->train_reps))
                 return -1;
-            }
-            o->train_reps = (int)n;
         } else if (!strcmp(a, "--settle-ms")) {
             NEED_VALUE();
             char *end;

@@ -15,9 +15,4 @@ uint16_t cg_float_to_half(float f); /* round to nearest even */
  * and CONVGRAD_ISA allows). src/dst may be unaligned. */
 void cg_halves_to_floats(float *dst, const void *src_halves, size_t n);
 void cg_floats_to_halves(void *dst_halves, const float *src, size_t n);
-
-/* The portable versions of the two above: the list's references
- * (kernels/ref/fp16.c), under the names the tests know. */
-#define cg_halves_to_floats_scalar cg_f16_to_f32_ref
-#define cg_floats_to_halves_scalar cg_f32_to_f16_ref
 #endif

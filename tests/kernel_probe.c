@@ -17,7 +17,8 @@ int main(void)
 {
     const cg_kernel_context *k = cg_kernels();
     printf("isa %s\ncpu_isa %s\ncache %ld %ld\ngemm_tile %d %d\n", cg_isa_name(k->isa),
-           cg_isa_name(k->cpu_isa), k->l1_bytes, k->l2_bytes, k->gemm_mr, k->gemm_nr);
+           cg_isa_name(k->cpu_isa), k->l1_bytes, k->l2_bytes, k->entry.gemm_atb->mr,
+           k->entry.gemm_atb->nr);
     const char *const slots[] = {"gemm_atb",     "dwconv_rows", "dwconv3x3_rows",
                                  "dwconv_pixel", "f16_to_f32",  "f32_to_f16"};
     const cg_kernel_entry *const chosen[] = {k->entry.gemm_atb,       k->entry.dwconv_rows,

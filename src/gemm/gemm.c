@@ -16,14 +16,19 @@ static void run_blas_single_threaded(void)
     openblas_set_num_threads(1);
 }
 
-void cg_gemm(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda, const float *b,
-             int ldb, float beta, float *c, int ldc)
+static void blas_sgemm(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
+                       const float *b, int ldb, float beta, float *c, int ldc)
 {
-    if (cg_gemm_try_packed(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc))
-        return;
     pthread_once(&blas_once, run_blas_single_threaded);
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+}
+
+void cg_gemm(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda, const float *b,
+             int ldb, float beta, float *c, int ldc)
+{
+    if (!cg_gemm_try_packed(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc))
+        blas_sgemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* The list's portable gemm_atb (src/kernels/kernels.inc): OpenBLAS is
@@ -34,9 +39,7 @@ void cg_gemm(int trans_a, int trans_b, int m, int n, int k, const float *a, int 
 void cg_f32_gemm_atb_openblas(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
                               float beta, float *c, int ldc)
 {
-    pthread_once(&blas_once, run_blas_single_threaded);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
-                ldc);
+    blas_sgemm(1, 0, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 
 void cg_gemm_atb(int m, int n, int k, const float *a, int lda, const float *b, int ldb, float beta,

@@ -18,8 +18,8 @@
 #include "kernels/gemm_atb_blocks.h"
 
 /* Chosen once per process (choose, below). */
-static cg_gemm_blocking g_here;
-static int g_have_kernel, g_use_packed, g_avx2;
+static cg_gemm_blocking g_here; /* .kernel NULL: no kernel of the library runs here */
+static int g_use_packed, g_avx2;
 static pthread_once_t g_choose_once = PTHREAD_ONCE_INIT;
 static void choose(void);
 
@@ -119,30 +119,35 @@ static int round_down(int x, int unit)
 /* kc: a B micro-panel in half of L1 (A's micro-panel and C's tile beside it);
  * mc: A's block in a quarter of L2; nc: B's block no more than twice A's, so
  * the pair stays a few hundred KB. */
-static cg_gemm_blocking blocking_for(cg_gemm_atb_fn *kernel, const char *name, int mr, int nr,
-                                     long l1, long l2)
+static cg_gemm_blocking blocking_for(const cg_kernel_context *kx)
 {
-    const int kc =
-        round_down((int)min_int(CG_GEMM_ATB_KC, (int)(l1 / 2 / (nr * (long)sizeof(float)))), 8);
-    const int mc = round_down(min_int(MC_MOST, (int)(l2 / 4 / (kc * (long)sizeof(float)))), mr);
-    return (cg_gemm_blocking){kernel, name, mr, nr, kc, mc, round_down(NC_MOST, nr)};
+    const cg_kernel_entry *e = kx->entry.gemm_atb;
+    const int kc = round_down(
+        (int)min_int(CG_GEMM_ATB_KC, (int)(kx->l1_bytes / 2 / (e->nr * (long)sizeof(float)))), 8);
+    const int mc =
+        round_down(min_int(MC_MOST, (int)(kx->l2_bytes / 4 / (kc * (long)sizeof(float)))), e->mr);
+    return (cg_gemm_blocking){
+        kx->gemm_atb, e->name, e->mr, e->nr, kc, mc, round_down(NC_MOST, e->nr)};
 }
 
-/* The width of the sgemm kernels OpenBLAS chose for this CPU, by their
- * core's name: 3 AVX-512, 2 AVX2 + FMA, 1 older (SSE, AVX without FMA), as
- * the library's kernels: avx512 3, avx2 2. */
-static int openblas_width(void)
+/* The kernel set of the sgemm kernels OpenBLAS chose for this CPU, by
+ * their core's name; CG_ISA_REF for anything older than AVX2 + FMA. */
+static cg_isa openblas_isa(void)
 {
-    static const char *const wide[] = {"SkylakeX", "CooperLake", "SapphireRapids"};
-    static const char *const fma[] = {"Haswell", "Zen", "Excavator"};
+    static const struct {
+        const char *core;
+        cg_isa isa;
+    } known[] = {{"SkylakeX", CG_ISA_AVX512},
+                 {"CooperLake", CG_ISA_AVX512},
+                 {"SapphireRapids", CG_ISA_AVX512},
+                 {"Haswell", CG_ISA_AVX2},
+                 {"Zen", CG_ISA_AVX2},
+                 {"Excavator", CG_ISA_AVX2}};
     const char *core = openblas_get_corename();
-    for (size_t i = 0; core && i < sizeof wide / sizeof *wide; i++)
-        if (strcasecmp(core, wide[i]) == 0)
-            return 3;
-    for (size_t i = 0; core && i < sizeof fma / sizeof *fma; i++)
-        if (strcasecmp(core, fma[i]) == 0)
-            return 2;
-    return 1;
+    for (size_t i = 0; core && i < sizeof known / sizeof *known; i++)
+        if (strcasecmp(core, known[i].core) == 0)
+            return known[i].isa;
+    return CG_ISA_REF;
 }
 
 /* cg_gemm runs on the packed driver only where OpenBLAS's kernels are
@@ -158,20 +163,17 @@ static int openblas_width(void)
 static void choose(void)
 {
     const cg_kernel_context *kx = cg_kernels();
-    const cg_isa isa = kx->entry.gemm_atb->isa;
-    const int width = isa == CG_ISA_AVX512 ? 3 : isa == CG_ISA_AVX2 ? 2 : 0;
-    if (width > 0)
-        g_here = blocking_for(kx->gemm_atb, kx->entry.gemm_atb->name, kx->gemm_mr, kx->gemm_nr,
-                              kx->l1_bytes, kx->l2_bytes);
-    g_have_kernel = width > 0;
-    g_use_packed = g_have_kernel && openblas_width() < width;
+    const cg_isa isa = kx->entry.gemm_atb->isa; /* REF: the references, or OpenBLAS itself */
+    if (isa > CG_ISA_REF)
+        g_here = blocking_for(kx);
+    g_use_packed = isa > CG_ISA_REF && openblas_isa() < isa;
     g_avx2 = kx->isa >= CG_ISA_AVX2 && (kx->cpu_features & CG_CPU_AVX2);
 }
 
 const cg_gemm_blocking *cg_gemm_blocking_here(void)
 {
     pthread_once(&g_choose_once, choose);
-    return g_have_kernel ? &g_here : NULL;
+    return g_here.kernel ? &g_here : NULL;
 }
 
 int cg_gemm_uses_packed(void)

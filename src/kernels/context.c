@@ -118,8 +118,6 @@ static void make_context(void)
     }                                                                                              \
     e++;
 #include "kernels/kernels.inc"
-    ctx->gemm_mr = ctx->entry.gemm_atb->mr;
-    ctx->gemm_nr = ctx->entry.gemm_atb->nr;
 }
 
 const cg_kernel_context *cg_kernels(void)

@@ -14,8 +14,7 @@ typedef struct cg_kernel_context {
     long l1_bytes;         /* one core's L1 data cache */
     long l2_bytes;         /* one core's L2 cache */
 
-    cg_gemm_atb_fn *gemm_atb;
-    int gemm_mr, gemm_nr; /* gemm_atb's register tile: rows x columns of C */
+    cg_gemm_atb_fn *gemm_atb; /* its register tile: entry.gemm_atb->mr x ->nr */
     cg_dwconv_rows_fn *dwconv_rows;
     cg_dwconv3x3_rows_fn *dwconv3x3_rows; /* NULL where no 3x3 kernel runs */
     cg_dwconv_pixel_fn *dwconv_pixel;
