@@ -131,6 +131,8 @@ const char *impl_label(int impl, int dtype); /* "convgrad", "convgrad-fp16", "on
 const char *impl_key(int impl, int dtype);   /* the CSV's names */
 bench_shape shape_of(const bench_layer *L);
 double layer_flops(const bench_shape *s);    /* 2*N*OH*OW*Cout*Kh*Kw*Cin/G */
+/* A dense layer: group 1 (not depthwise or grouped). */
+int is_dense(const bench_layer *L);
 
 /* One implementation, dtype and mask on one layer: medians of the timed
  * (interleaved) rounds, and of the warm burst after them (back-to-back calls;
@@ -165,12 +167,16 @@ enum train_impl { TRAIN_CONVGRAD, TRAIN_ONEDNN, NTRAIN };
  * diff_bias (one primitive). */
 enum { PH_FWD, PH_BWD_DATA, PH_BWD_WEIGHTS, NPHASE };
 
+/* Medians of the timed (interleaved) rounds, and of the warm burst after them
+ * (back-to-back steps, as the filter gradient's; warm_reps 0: none). */
 typedef struct train_result {
     int layer, impl, mask, cores, reps;
     double median_ms, min_ms, max_ms; /* the whole step */
     double gflops;                    /* train_flops over the median */
     double phase_ms[NPHASE];          /* the median of each phase alone */
     double bias_ms; /* convgrad: cg_conv2d_backward_bias alone (part of PH_BWD_WEIGHTS) */
+    int warm_reps;
+    double warm_ms, warm_gflops, warm_phase_ms[NPHASE];
     int ok;
     char check_desc[240];
     double worst;
@@ -182,6 +188,12 @@ extern int g_ntrain;
 extern int g_train_reps_asked;
 /* The result with a median for (layer, train_impl, cores), or NULL. */
 const train_result *find_train(int layer, int impl, int cores);
+/* A median (ms) of the whole step (phase -1) or of one PH_* phase: the warm
+ * burst's (warm 1; 0 when it had none) or the interleaved rounds' (warm 0). */
+double train_ms(const train_result *r, int phase, int warm);
+/* The figure the targets judge: the warm median when there is one, else the
+ * interleaved one. */
+double train_judged_ms(const train_result *r, int phase);
 const char *train_label(int impl); /* "convgrad", "oneDNN" */
 const char *train_key(int impl);   /* the CSV's names */
 /* 3 * layer_flops: forward, backward data, backward weights (the bias not counted) */

@@ -31,7 +31,11 @@
  * step's last outputs are checked on sampled elements of y and dx (summed in
  * double), on every element of db, on dw against the filter-gradient
  * reference, and, on every element, convgrad's against oneDNN's and
- * fp_conv_grad_filter_s's dw on the same mask. */
+ * fp_conv_grad_filter_s's dw on the same mask.
+ *
+ * Warm bursts: after the rounds, every runner (the training step's too) makes
+ * back-to-back calls for --warm-ms; their median is the warm figure the
+ * targets judge. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
@@ -307,17 +311,21 @@ static void usage(FILE *f)
             "  --warm-ms X      each warm burst's budget in ms (default %d, --quick %d; 0:\n"
             "                   none): after the interleaved rounds, per implementation and\n"
             "                   mask, one untimed call then back-to-back calls for X ms (%d\n"
-            "                   at least); their median is the \"warm (repeated calls)\"\n"
-            "                   figure, shown beside the interleaved one (each call after\n"
-            "                   other work: what a training loop sees); the targets judge\n"
-            "                   the warm figures. No burst for a call over %.1f s (its\n"
-            "                   interleaved figure stands); results.csv: warm_* columns\n"
+            "                   at least): the filter gradient's, and the training step's\n"
+            "                   (convgrad's step and oneDNN's, each phase timed too); their\n"
+            "                   median is the \"warm (repeated calls)\" figure, shown beside\n"
+            "                   the interleaved one (each call after other work: what a\n"
+            "                   training loop sees); the targets, the training step's too,\n"
+            "                   judge the warm figures. No burst for a call or step over\n"
+            "                   %.1f s (its interleaved figure stands); results.csv and\n"
+            "                   training.csv: warm_* columns\n"
             "  --reps N         timed rounds per layer (default %d; the median is kept)\n"
             "  --warmup N       untimed runs of each implementation first (default %d)\n"
-            "  --train-reps N   timed rounds of the training step (cg_conv2d_* forward + backward\n"
-            "                   data + backward weights + backward bias, against oneDNN's three\n"
-            "                   primitives), spread over the layer's rounds (default %d, at most\n"
-            "                   --reps; 0 leaves the training step out; --dtype fp16 too)\n"
+            "  --train-reps N   timed rounds of the training step (cg_conv2d_* forward +\n"
+            "                   backward data + backward weights + backward bias, against\n"
+            "                   oneDNN's three primitives), spread over the layer's rounds\n"
+            "                   (default %d, at most --reps; 0 leaves the training step out;\n"
+            "                   --dtype fp16 too), then a warm burst of steps (--warm-ms)\n"
             "  --masks m,m      core masks (decimal, 0x.. or 0b..; default 1,3,7,... up to\n"
             "                   the CPUs)\n"
             "  --dtype T        fp32, fp16 or both (default both; fp16 = hp_conv_grad_filter_s)\n"
@@ -791,8 +799,8 @@ typedef struct runner {
     int train;
     onednn_train *tdnn;
     float *y, *dx, *tdw, *db; /* its outputs (oneDNN's dw reordered to OHWI after the rounds) */
-    double *tph;              /* NPHASE seconds per timed round */
-    double *tbias;            /* convgrad: cg_conv2d_backward_bias's seconds per timed round */
+    double *tph;              /* NPHASE seconds per timed round, then per warm step */
+    double *tbias;            /* convgrad: cg_conv2d_backward_bias's seconds, the same slots */
     check tchk[4], tpeer[4];  /* y, dx, dw, db: against the references; against oneDNN's */
     check tgrad;              /* dw against fp_conv_grad_filter_s's on the same mask */
     int has_tpeer, has_tgrad;
@@ -1006,6 +1014,18 @@ double judged_ms(const result *r)
     return r->warm_reps > 0 ? r->warm_ms : r->median_ms;
 }
 
+double train_ms(const train_result *r, int phase, int warm)
+{
+    if (warm)
+        return r->warm_reps <= 0 ? 0 : phase < 0 ? r->warm_ms : r->warm_phase_ms[phase];
+    return phase < 0 ? r->median_ms : r->phase_ms[phase];
+}
+
+double train_judged_ms(const train_result *r, int phase)
+{
+    return train_ms(r, phase, r->warm_reps > 0);
+}
+
 const result *find_result(int layer, int impl, int dtype, int cores)
 {
     for (int i = 0; i < g_nresults; ++i) {
@@ -1043,7 +1063,7 @@ static double sgemm_limit_for(int cores)
 
 /* ---- the run-time estimate (a model, refined by what the run measures) ------------ */
 
-static int is_dense(const bench_layer *L)
+int is_dense(const bench_layer *L)
 {
     return L->group == 1;
 }
@@ -1069,8 +1089,18 @@ static double guess_seconds(const bench_layer *L, int impl, int cores)
     }
 }
 
+/* Model seconds of a warm burst of calls of t seconds each (none over
+ * WARM_MAX_CALL_S): one untimed call, then the budget (3 calls at least). */
+static double est_warm(double t, double settle, const options *o)
+{
+    if (o->warm_ms <= 0 || t > WARM_MAX_CALL_S)
+        return 0;
+    double warm = WARM_MIN_CALLS * t > o->warm_ms * 1e-3 ? WARM_MIN_CALLS * t : o->warm_ms * 1e-3;
+    return warm + t + settle;
+}
+
 /* Model seconds of one runner over a layer: its runs (a slow one capped as the
- * rounds cap it) and the pauses after a multi-threaded peer. */
+ * rounds cap it), the pauses after a multi-threaded peer and its warm burst. */
 static double est_runner(const bench_layer *L, int impl, int dtype, int cores, const options *o)
 {
     double t = guess_seconds(L, impl, cores) * (dtype == DT_FP16 ? 1.1 : 1.0);
@@ -1083,12 +1113,7 @@ static double est_runner(const bench_layer *L, int impl, int dtype, int cores, c
             reps = (int)cap;
     }
     double settle = impl != IMPL_CONVGRAD && cores > 1 ? o->settle_ms * 1e-3 : 0.0;
-    double warm = 0; /* its burst: one untimed call, then the budget (3 calls at least) */
-    if (o->warm_ms > 0 && t <= WARM_MAX_CALL_S) {
-        warm = WARM_MIN_CALLS * t > o->warm_ms * 1e-3 ? WARM_MIN_CALLS * t : o->warm_ms * 1e-3;
-        warm += t + settle;
-    }
-    return (o->warmup + reps) * (t + settle) + warm;
+    return (o->warmup + reps) * (t + settle) + est_warm(t, settle, o);
 }
 
 /* The same for a training-step runner: three convolutions a step, --train-reps rounds. */
@@ -1102,7 +1127,7 @@ static double est_train_runner(const bench_layer *L, int impl, int cores, const 
     if (cap < reps)
         reps = (int)cap;
     double settle = impl == TRAIN_ONEDNN && cores > 1 ? o->settle_ms * 1e-3 : 0.0;
-    return (o->warmup + reps) * (t + settle);
+    return (o->warmup + reps) * (t + settle) + est_warm(t, settle, o);
 }
 
 /* ---- the training step's references ------------------------------------------------- */
@@ -1256,6 +1281,43 @@ typedef struct run_state {
     double train_s; /* wall seconds of the training step's runs and pauses */
 } run_state;
 
+/* The medians (ms) of each phase of r's steps in slots first .. first + n - 1. */
+static void phase_medians(const runner *r, int first, int n, double ms[NPHASE])
+{
+    double *v = xalloc((size_t)n * sizeof(double));
+    for (int ph = 0; ph < NPHASE; ++ph) {
+        for (int k = 0; k < n; ++k)
+            v[k] = r->tph[(size_t)(first + k) * NPHASE + ph];
+        ms[ph] = bench_median(v, n) * 1e3;
+    }
+    free(v);
+}
+
+/* r's warm burst, after the rounds: one untimed call (or step), then back-to-back
+ * ones for --warm-ms (WARM_MIN_CALLS at least), into r->warm; a training-step
+ * runner's phases go to its slots after the timed rounds'. None when r has no
+ * timed run or its interleaved median is over WARM_MAX_CALL_S. */
+static void warm_burst(run_state *st, runner *r, layer_ctx *c)
+{
+    const options *o = st->o;
+    if (r->nt == 0 || bench_median(r->t, r->nt) > WARM_MAX_CALL_S) /* sorts r->t: order-free */
+        return;
+    progress("[%d/%d] %-14s %-13s %2d core%s  warm burst", st->layer_pos + 1, o->nlayers,
+             c->L->name, runner_label(r), r->cores, r->cores == 1 ? " " : "s");
+    const double t0 = bench_now();
+    if (run_once(r, c, -1) < 0)
+        return;
+    while (r->nwarm < WARM_MAX_CALLS &&
+           (r->nwarm < WARM_MIN_CALLS || bench_now() - t0 < o->warm_ms * 1e-3)) {
+        double dt = run_once(r, c, o->reps + r->nwarm);
+        if (dt < 0)
+            break;
+        r->warm[r->nwarm++] = dt;
+    }
+    if (r->impl != IMPL_CONVGRAD && r->cores > 1 && o->settle_ms > 0)
+        bench_sleep_ms(o->settle_ms);
+}
+
 static void run_layer(run_state *st, int li)
 {
     const options *o = st->o;
@@ -1407,8 +1469,8 @@ static void run_layer(run_state *st, int li)
                     }
                 }
                 r->t = calloc((size_t)o->reps, sizeof(double));
-                r->tph = calloc((size_t)o->reps * NPHASE, sizeof(double));
-                r->tbias = calloc((size_t)o->reps, sizeof(double));
+                r->tph = calloc((size_t)(o->reps + WARM_MAX_CALLS) * NPHASE, sizeof(double));
+                r->tbias = calloc((size_t)(o->reps + WARM_MAX_CALLS), sizeof(double));
                 nr++;
             }
         }
@@ -1468,29 +1530,13 @@ static void run_layer(run_state *st, int li)
                 st->train_s += bench_now() - t_run0;
         }
     }
-    /* the warm bursts: each filter-gradient runner's back-to-back calls, after
+    /* the warm bursts: every runner's back-to-back calls (or steps), after
      * the rounds (the checks below then see a burst's last result) */
     for (int i = 0; i < nr && o->warm_ms > 0; ++i) {
-        runner *r = &rs[i];
-        if (r->train || r->nt == 0)
-            continue;
-        double med = bench_median(r->t, r->nt); /* sorts r->t: the summary below is order-free */
-        if (med > WARM_MAX_CALL_S)
-            continue;
-        progress("[%d/%d] %-14s %-13s %2d core%s  warm burst", st->layer_pos + 1, o->nlayers,
-                 c.L->name, runner_label(r), r->cores, r->cores == 1 ? " " : "s");
-        const double t0 = bench_now();
-        if (run_once(r, &c, -1) < 0)
-            continue;
-        while (r->nwarm < WARM_MAX_CALLS &&
-               (r->nwarm < WARM_MIN_CALLS || bench_now() - t0 < o->warm_ms * 1e-3)) {
-            double dt = run_once(r, &c, -1);
-            if (dt < 0)
-                break;
-            r->warm[r->nwarm++] = dt;
-        }
-        if (r->impl != IMPL_CONVGRAD && r->cores > 1 && o->settle_ms > 0)
-            bench_sleep_ms(o->settle_ms);
+        const double t_run0 = bench_now();
+        warm_burst(st, &rs[i], &c);
+        if (rs[i].train)
+            st->train_s += bench_now() - t_run0;
     }
 
     /* oneDNN's conversion to OHWI: timed on its own, after the rounds */
@@ -1582,14 +1628,14 @@ static void run_layer(run_state *st, int li)
             if (r->nt > 0) {
                 summarise_ms(r->t, r->nt, &res->median_ms, &res->min_ms, &res->max_ms);
                 res->gflops = train_flops(&c.s) / (res->median_ms * 1e-3) * 1e-9;
-                double *v = xalloc((size_t)r->nt * sizeof(double));
-                for (int ph = 0; ph < NPHASE; ++ph) {
-                    for (int k = 0; k < r->nt; ++k)
-                        v[k] = r->tph[(size_t)k * NPHASE + ph];
-                    res->phase_ms[ph] = bench_median(v, r->nt) * 1e3;
-                }
-                free(v);
+                phase_medians(r, 0, r->nt, res->phase_ms);
                 res->bias_ms = bench_median(r->tbias, r->nt) * 1e3;
+            }
+            if (r->nwarm > 0) {
+                res->warm_reps = r->nwarm;
+                res->warm_ms = bench_median(r->warm, r->nwarm) * 1e3;
+                res->warm_gflops = train_flops(&c.s) / (res->warm_ms * 1e-3) * 1e-9;
+                phase_medians(r, o->reps, r->nwarm, res->warm_phase_ms);
             }
             if (r->impl == TRAIN_ONEDNN)
                 snprintf(res->dnn_impl, sizeof res->dnn_impl, "%s", onednn_train_impl(r->tdnn));
@@ -1803,9 +1849,9 @@ int main(int argc, char **argv)
         o.fp32 && o.fp16 ? "fp32 and fp16" : o.fp32 ? "fp32" : "fp16", o.warmup, o.reps,
         o.quick ? "; --quick" : "");
     if (o.warm_ms > 0)
-        say("warm figures: after the rounds, per implementation and mask, one untimed call then "
-            "back-to-back calls for %d ms (%d at least), median; none for a call over %.1f s "
-            "(--warm-ms)\n",
+        say("warm figures: after the rounds, per implementation and mask (the training step's "
+            "too), one untimed call then back-to-back calls for %d ms (%d at least), median; none "
+            "for a call over %.1f s (--warm-ms)\n",
             o.warm_ms, WARM_MIN_CALLS, WARM_MAX_CALL_S);
     else
         say("warm figures: left out (--warm-ms 0): the targets are judged on the interleaved "
