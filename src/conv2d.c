@@ -498,24 +498,19 @@ static void forward_tile(const job *jb, const tile *tl, axis ah, axis aw, float 
     }
 }
 
-/* dw[co][K] (+)= dy^T col, into this core's partial. */
+/* dw[co][K] (+)= dy^T col, into this core's partial (NCHW: NHWC runs the
+ * operator's packed driver, weights_nhwc_core). */
 static void weights_tile(const job *jb, const tile *tl, axis ah, axis aw, float *col, float beta,
                          float *dw)
 {
     const cg_plan *p = &jb->plan;
     const int64_t k = p->row_len, count = tl->count;
-    const int by_channel = x_channel_major(jb);
     for (int64_t g = 0; g < p->groups; g++) {
-        float *dst = dw + g * p->cout_g * k;
         int64_t ld, ld_col;
         const float *dy = output_block(jb, jb->in1, tl, g, &ld);
         const float *col_g = x_tile(jb, tl, ah, aw, g, col, &ld_col);
-        if (!jb->nchw && !by_channel) /* dy^T col: the operator's own kernel */
-            cg_gemm_atb((int)p->cout_g, (int)k, (int)count, dy, (int)ld, col_g, (int)ld_col, beta,
-                        dst, (int)k);
-        else
-            cg_gemm(!jb->nchw, 1, (int)p->cout_g, (int)k, (int)count, dy, (int)ld, col_g,
-                    (int)ld_col, beta, dst, (int)k);
+        cg_gemm(0, 1, (int)p->cout_g, (int)k, (int)count, dy, (int)ld, col_g, (int)ld_col, beta,
+                dw + g * p->cout_g * k, (int)k);
     }
 }
 
@@ -529,6 +524,37 @@ static void reduce_weights(const job *jb, int rank)
     cg_reduce_slice(p->dw_elems, LINE_FLOATS, rank, jb->members, &begin, &end);
     if (begin < end)
         cg_reduce_partials(jb->out + begin, jb->partial, parts, begin, end);
+}
+
+/* NHWC's weight gradient is the operator's (an fp32 OHWI dw over the same
+ * rows): its packed driver over this core's rows, into the core's partial,
+ * then the reduction. */
+static cg_status weights_nhwc_core(job *jb, int rank, cg_error *err)
+{
+    const cg_plan *p = &jb->plan;
+    const int own_partial = jb->members > 1;
+    int64_t first, last;
+    cg_split_range(p->rows, rank, jb->members, &first, &last);
+    const cg_dw_block all = {0, p->groups, 0, p->cout_g, 0, p->row_len};
+    const int64_t kc = jb->tile_rows > 0 ? min64(jb->tile_rows, max64(last - first, 1))
+                                         : cg_general_rows_per_pass(&all, last - first);
+    int64_t floats = first < last ? cg_general_scratch_floats(kc, &all) : 0;
+    if (own_partial && first < last)
+        floats += (int64_t)p->dw_elems;
+    int64_t *unused;
+    float *scratch;
+    if (core_scratch(jb, 0, floats, &unused, &scratch, err) != CG_OK)
+        return CG_ERR_NO_MEMORY;
+    float *dw =
+        own_partial && first < last ? scratch + cg_general_scratch_floats(kc, &all) : jb->out;
+    jb->partial[rank] = dw;
+    if (first < last)
+        cg_general_rows(p, jb->in1, jb->in0, &all, first, last, kc, scratch, 0.0f, dw);
+    if (own_partial) {
+        cm_bar_all(jb->core_mask, 1); /* every partial written */
+        reduce_weights(jb, rank);
+    }
+    return CG_OK;
 }
 
 static cg_status output_pixels_core(job *jb, int rank, cg_error *err)
@@ -704,10 +730,6 @@ static void pack_phase_weights(const job *jb, const data_tables *dt, int64_t co_
     }
 }
 
-/* Below this many channels per group, NCHW's dx^T = w^T gathered runs on the
- * weight-gradient GEMM kernel (made for a few rows of C), else on OpenBLAS. */
-enum { FEW_ROWS = 64 };
-
 /* dx over a tile of phase (a, b)'s grid, every group. */
 static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int64_t a, int64_t b,
                       float *gathered, float *res)
@@ -740,12 +762,8 @@ static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int6
                 cg_zero_floats(dst + r * ld, by_channel ? count : p->cin_g);
         } else if (jb->nchw) { /* dx[ci][pixel] = w[row][ci]^T gathered[row][pixel] */
             pack_channel_major(jb->in0, &gdy, tl, ah, aw, g * p->cout_g, p->cout_g, 0, gathered);
-            if (p->cin_g < FEW_ROWS)
-                cg_gemm_atb((int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered,
-                            (int)count, 0.0f, dst, (int)ld);
-            else
-                cg_gemm(1, 0, (int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered,
-                        (int)count, 0.0f, dst, (int)ld);
+            cg_gemm(1, 0, (int)p->cin_g, (int)count, (int)kp, w, (int)p->cin_g, gathered,
+                    (int)count, 0.0f, dst, (int)ld);
         } else { /* dx = gathered w, or dx^T = w^T gathered^T */
             const float *d = gathered + g * kp;
             const int64_t ld_d = p->groups * kp;
@@ -1007,8 +1025,10 @@ static void core_entry(void *arg)
         s = depthwise ? depthwise_core(jb, rank, err) : output_pixels_core(jb, rank, err);
         break;
     case CG_CONV2D_BACKWARD_WEIGHTS:
-        s = depthwise && jb->plan.path == CG_PATH_DEPTHWISE ? depthwise_weights_core(jb, rank, err)
-                                                            : output_pixels_core(jb, rank, err);
+        if (depthwise && jb->plan.path == CG_PATH_DEPTHWISE)
+            s = depthwise_weights_core(jb, rank, err);
+        else
+            s = jb->nchw ? output_pixels_core(jb, rank, err) : weights_nhwc_core(jb, rank, err);
         break;
     case CG_CONV2D_BACKWARD_DATA:
         s = depthwise ? depthwise_core(jb, rank, err) : data_core(jb, rank, err);

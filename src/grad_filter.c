@@ -10,6 +10,7 @@
 #include "plan.h"
 #include "reduce/reduce.h"
 #include "status.h"
+#include "thread_scratch.h"
 
 /* Elements the reduction and the epilogue handle at a time (on the stack). */
 enum { CHUNK = 512 };
@@ -101,16 +102,10 @@ static int64_t depthwise_block(const cg_plan *p, int64_t budget_floats)
 typedef struct shared_share {
     int by_columns;      /* see cg_split_by_columns */
     int64_t first, last; /* rows of the sum, or column units */
-    int64_t tile_rows;   /* general path */
+    int64_t tile_rows;   /* general path: rows of the sum a pass */
     int64_t block;       /* depthwise path: channels per block */
     size_t scratch_bytes;
 } shared_share;
-
-/* Floats a row of a tile adds for dy: fp16 converts dy's rows too. */
-static int64_t dy_tile_width(const cg_plan *p)
-{
-    return p->dtype_size == sizeof(float) ? 0 : p->cout;
-}
 
 /* The next block of dw among this core's column units [*unit, last): part of
  * one group's rows, or whole groups when a unit is a whole group. */
@@ -133,15 +128,14 @@ static shared_share plan_column_share(const cg_plan *p, int rank, int members)
 {
     shared_share s = {.by_columns = 1};
     cg_split_range(cg_column_units(p), rank, members, &s.first, &s.last);
-    int64_t widest = 1, scratch = 0;
-    for (int64_t u = s.first; u < s.last;) {
+    int64_t scratch = 0;
+    for (int64_t u = s.first; u < s.last;) { /* the widest block sets the passes */
         cg_dw_block b = next_column_block(p, &u, s.last);
-        widest = max64(widest, (b.group_last - b.group_first) * (b.col_last - b.col_first));
+        s.tile_rows = max64(s.tile_rows, cg_general_rows_per_pass(&b, p->rows));
     }
-    s.tile_rows = cg_shared_tile_rows(widest + dy_tile_width(p), p->rows);
     for (int64_t u = s.first; u < s.last;) {
         cg_dw_block b = next_column_block(p, &u, s.last);
-        scratch = max64(scratch, cg_general_scratch_floats(p, s.tile_rows, &b));
+        scratch = max64(scratch, cg_general_scratch_floats(s.tile_rows, &b));
     }
     s.scratch_bytes = (size_t)scratch * sizeof(float);
     return s;
@@ -160,9 +154,8 @@ static shared_share plan_share(const cg_plan *p, int rank, int members)
         s.scratch_bytes = (size_t)(p->taps * s.block) * sizeof(float);
     } else {
         const cg_dw_block all = {0, p->groups, 0, p->cout_g, 0, p->row_len};
-        s.tile_rows =
-            cg_shared_tile_rows(p->row_len * p->groups + dy_tile_width(p), s.last - s.first);
-        s.scratch_bytes = (size_t)cg_general_scratch_floats(p, s.tile_rows, &all) * sizeof(float);
+        s.tile_rows = cg_general_rows_per_pass(&all, s.last - s.first);
+        s.scratch_bytes = (size_t)cg_general_scratch_floats(s.tile_rows, &all) * sizeof(float);
     }
     return s;
 }
@@ -182,14 +175,32 @@ static void compute_partial(const call *c, const shared_share *s, float *scratch
     cg_general_rows(p, c->dy, c->x, &all, s->first, s->last, s->tile_rows, scratch, 0.0f, partial);
 }
 
+/* out_dw itself where the general path may add its sums straight into it
+ * (fp32, no bias: what finish_into_out would do), else NULL: staging the
+ * sums and adding them in a second pass costs a read and a write of all of
+ * dw, which for a dw larger than L2 is 5-10% of the call. */
+static float *direct_out(const call *c)
+{
+    const int direct = c->plan.dtype_size == sizeof(float) && c->bias == NULL &&
+                       c->plan.path != CG_PATH_DEPTHWISE;
+    return direct ? (float *)c->out_dw : NULL;
+}
+
 /* By columns: this core's blocks of dw over every row of the sum, staged in
- * its own partial at their places in dw, then finished into out_dw. */
+ * its own partial at their places in dw, then finished into out_dw (or
+ * added straight into it: direct_out). */
 static void compute_and_finish_columns(const call *c, const shared_share *s, float *scratch,
                                        float *partial)
 {
     const cg_plan *p = &c->plan;
+    float *direct = direct_out(c);
     for (int64_t u = s->first; u < s->last;) {
         cg_dw_block b = next_column_block(p, &u, s->last);
+        if (direct) {
+            cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s->tile_rows, scratch, 1.0f,
+                            direct + b.group_first * p->cout_g * p->row_len);
+            continue;
+        }
         cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s->tile_rows, scratch, 0.0f,
                         partial + b.group_first * p->cout_g * p->row_len);
         for (int64_t row = b.group_first * p->cout_g; row < b.group_last * p->cout_g; row++) {
@@ -230,6 +241,10 @@ static cg_status shared_core(const call *c, int rank, cg_error *err)
     float *partial = c->workspace + (size_t)rank * p->dw_elems;
     if (s.by_columns) {
         compute_and_finish_columns(c, &s, scratch, partial);
+    } else if (c->core_num == 1 && direct_out(c)) { /* no partial to reduce */
+        const cg_dw_block all = {0, p->groups, 0, p->cout_g, 0, p->row_len};
+        cg_general_rows(p, c->dy, c->x, &all, s.first, s.last, s.tile_rows, scratch, 1.0f,
+                        direct_out(c));
     } else {
         if (s.first < s.last)
             compute_partial(c, &s, scratch, partial);
@@ -297,27 +312,6 @@ CG_API size_t cg_grad_filter_scratch_bytes(const ConvParameter *p, int core_mask
 
 /* ---- `_p`: one core, everything staged inside buffer_size_ floats ------ */
 
-/* Output channels per block and rows per tile that fit the budget: the
- * block's float accumulator, then the tiles. */
-static void private_blocks(const cg_plan *p, int64_t *channels, int64_t *tile_rows)
-{
-    const int64_t budget = p->budget_floats, row_len = p->row_len;
-    int64_t block = min64(p->cout_g, budget / (2 * row_len));
-    if (block < 1)
-        block = 1;
-    for (;;) {
-        const cg_dw_block one = {0, 1, 0, block, 0, row_len};
-        int64_t per_row = cg_general_scratch_floats(p, 1, &one);
-        int64_t rows = per_row ? (budget - block * row_len) / per_row : p->rows;
-        if (rows >= 1 || block == 1) {
-            *channels = block;
-            *tile_rows = min64(rows < 1 ? 1 : rows, p->rows);
-            return;
-        }
-        block /= 2;
-    }
-}
-
 static void grad_filter_private_depthwise(const call *c)
 {
     const cg_plan *p = &c->plan;
@@ -330,20 +324,34 @@ static void grad_filter_private_depthwise(const call *c)
     }
 }
 
-static void grad_filter_private_general(const call *c)
+/* The float sums of a block of output channels in the workspace (as many
+ * as buffer_size_ floats hold), or straight in out_dw (direct_out); the
+ * packing in the thread's own space. */
+static cg_status grad_filter_private_general(const call *c, cg_error *err)
 {
     const cg_plan *p = &c->plan;
-    int64_t block, tile_rows;
-    private_blocks(p, &block, &tile_rows);
-    float *acc = c->workspace, *scratch = c->workspace + block * p->row_len;
+    float *direct = direct_out(c);
+    const int64_t block = direct ? p->cout_g : min64(p->cout_g, p->budget_floats / p->row_len);
+    const cg_dw_block widest = {0, direct ? p->groups : 1, 0, block, 0, p->row_len};
+    const int64_t kc = cg_general_rows_per_pass(&widest, p->rows);
+    const size_t floats = (size_t)cg_general_scratch_floats(kc, &widest);
+    float *acc = c->workspace, *scratch = cg_thread_floats(floats);
+    if (scratch == NULL)
+        return cg_fail(err, CG_ERR_NO_MEMORY, "could not allocate %zu bytes of packing space",
+                       floats * sizeof(float));
+    if (direct) {
+        cg_general_rows(p, c->dy, c->x, &widest, 0, p->rows, kc, scratch, 1.0f, direct);
+        return CG_OK;
+    }
     for (int64_t g = 0; g < p->groups; g++)
         for (int64_t co0 = 0; co0 < p->cout_g; co0 += block) {
             int64_t co1 = min64(p->cout_g, co0 + block);
             const cg_dw_block blk = {g, g + 1, co0, co1, 0, p->row_len};
-            cg_general_rows(p, c->dy, c->x, &blk, 0, p->rows, tile_rows, scratch, 0.0f, acc);
+            cg_general_rows(p, c->dy, c->x, &blk, 0, p->rows, kc, scratch, 0.0f, acc);
             finish_into_out(c, (size_t)((g * p->cout_g + co0) * p->row_len), acc,
                             (size_t)((co1 - co0) * p->row_len));
         }
+    return CG_OK;
 }
 
 static cg_status grad_filter_private(const void *dy, const void *x, void *out_dw, const void *bias,
@@ -354,10 +362,9 @@ static cg_status grad_filter_private(const void *dy, const void *x, void *out_dw
     if (s != CG_OK)
         return s;
     c.workspace = p->workspace_;
-    if (c.plan.path == CG_PATH_DEPTHWISE)
-        grad_filter_private_depthwise(&c);
-    else
-        grad_filter_private_general(&c);
+    if (c.plan.path != CG_PATH_DEPTHWISE)
+        return grad_filter_private_general(&c, err);
+    grad_filter_private_depthwise(&c);
     return CG_OK;
 }
 

@@ -17,19 +17,22 @@ typedef struct cg_dw_block {
     int64_t group_first, group_last, co_first, co_last, col_first, col_last;
 } cg_dw_block;
 
-/* Scratch a tile of `tile_rows` needs in the general path: the im2col tile
- * of each group, then (fp16 only) dy converted for one group's channels. In
- * floats. */
-int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t tile_rows, const cg_dw_block *blk);
+/* Rows of the sum a pass of cg_general_rows takes on this CPU (its kc), for
+ * blk over `rows` rows. */
+int64_t cg_general_rows_per_pass(const cg_dw_block *blk, int64_t rows);
+
+/* Scratch cg_general_rows needs with passes of `kc` rows, in floats. */
+int64_t cg_general_scratch_floats(int64_t kc, const cg_dw_block *blk);
 
 /* For each group g of blk, in turn: dst[co - co_first][k] (ld row_len) =
  * (beta ? dst : 0) + sum over rows of dy[row][g*cout_g + co] *
  * im2col(x)[row][k], co in [co_first, co_last), k in [col_first, col_last)
  * (no other column of dst is touched); the groups' blocks follow each other
- * in dst. `scratch` holds cg_general_scratch_floats(tile_rows, blk)
- * floats (unused by fp32 1x1, which multiplies x in place). */
+ * in dst. Passes of kc rows (cg_general_rows_per_pass(), or fewer where the
+ * scratch must be small); `scratch` holds cg_general_scratch_floats(kc,
+ * blk) floats. */
 void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const cg_dw_block *blk,
-                     int64_t first, int64_t last, int64_t tile_rows, float *scratch, float beta,
+                     int64_t first, int64_t last, int64_t kc, float *scratch, float beta,
                      float *dst);
 
 /* Depthwise: dst[c - c_first][tap] = sum over rows of dy[row][c] *

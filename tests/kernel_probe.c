@@ -5,8 +5,8 @@
  *   isa avx2
  *   cpu_isa avx512
  *   cache 49152 2097152
- *   gemm_tile 6 16
- *   gemm_atb cg_f32_gemm_atb_avx2_6x16
+ *   gemm_tile 12 16
+ *   gemm_panel cg_f32_gemm_panel_avx2_12x16
  *   ...one line per slot
  */
 #include <stdio.h>
@@ -17,18 +17,19 @@ int main(void)
 {
     const cg_kernel_context *k = cg_kernels();
     printf("isa %s\ncpu_isa %s\ncache %ld %ld\ngemm_tile %d %d\n", cg_isa_name(k->isa),
-           cg_isa_name(k->cpu_isa), k->l1_bytes, k->l2_bytes, k->entry.gemm_atb->mr,
-           k->entry.gemm_atb->nr);
-    const char *const slots[] = {"gemm_atb",     "dwconv_rows", "dwconv3x3_rows",
-                                 "dwconv_pixel", "f16_to_f32",  "f32_to_f16"};
-    const cg_kernel_entry *const chosen[] = {k->entry.gemm_atb,       k->entry.dwconv_rows,
-                                             k->entry.dwconv3x3_rows, k->entry.dwconv_pixel,
-                                             k->entry.f16_to_f32,     k->entry.f32_to_f16};
+           cg_isa_name(k->cpu_isa), k->l1_bytes, k->l2_bytes, k->entry.gemm_panel->mr,
+           k->entry.gemm_panel->nr);
+    const char *const slots[] = {"gemm_panel",   "pack_run",   "dwconv_rows", "dwconv3x3_rows",
+                                 "dwconv_pixel", "f16_to_f32", "f32_to_f16"};
+    const cg_kernel_entry *const chosen[] = {
+        k->entry.gemm_panel,   k->entry.pack_run,   k->entry.dwconv_rows, k->entry.dwconv3x3_rows,
+        k->entry.dwconv_pixel, k->entry.f16_to_f32, k->entry.f32_to_f16};
     for (size_t i = 0; i < sizeof chosen / sizeof *chosen; i++)
         printf("%s %s\n", slots[i], chosen[i] ? chosen[i]->name : "none");
     /* the pointers the library calls are the lines printed */
     const int same =
-        (cg_any_fn *)k->gemm_atb == k->entry.gemm_atb->fn &&
+        (cg_any_fn *)k->gemm_panel == k->entry.gemm_panel->fn &&
+        (cg_any_fn *)k->pack_run == k->entry.pack_run->fn &&
         (cg_any_fn *)k->dwconv_rows == k->entry.dwconv_rows->fn &&
         (k->entry.dwconv3x3_rows ? (cg_any_fn *)k->dwconv3x3_rows == k->entry.dwconv3x3_rows->fn
                                  : !k->dwconv3x3_rows) &&

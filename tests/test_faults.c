@@ -66,6 +66,10 @@ static const cgt_shape GENERAL_BIG = {.n = 3, .h = 40, .w = 33, .cin = 4, .cout 
  * dw's columns instead of the sum (src/plan.c, cg_split_by_columns). */
 static const cgt_shape COLUMNS = {.n = 2, .h = 6, .w = 6, .cin = 32, .cout = 8, .kh = 3, .kw = 3,
                                   .pu = 1, .pd = 1, .pl = 1, .pr = 1, .bs = 0x1000};
+/* The same with more output channels: wider A panels, so cores that ran
+ * COLUMNS must grow their scratch again. */
+static const cgt_shape COLUMNS_WIDE = {.n = 2, .h = 6, .w = 6, .cin = 32, .cout = 32, .kh = 3,
+                                       .kw = 3, .pu = 1, .pd = 1, .pl = 1, .pr = 1, .bs = 0x1000};
 /* Depthwise path (per-core accumulators). */
 static const cgt_shape DEPTHWISE = {.n = 2, .h = 6, .w = 7, .cin = 8, .cout = 8, .g = 8,
                                     .kh = 3, .kw = 3, .pu = 1, .pd = 1, .pl = 1, .pr = 1,
@@ -520,7 +524,7 @@ Test(faults, scratch_column_split, .timeout = TEST_TIMEOUT)
         snprintf(what, sizeof what, "%s _s host, columns split on %#x, a scratch allocation fails",
                  dt_name(dt), (unsigned)CORES_COLUMNS);
         fx f;
-        fx_init(&f, &COLUMNS, dt, CORES_COLUMNS, 12);
+        fx_init(&f, dti ? &COLUMNS_WIDE : &COLUMNS, dt, CORES_COLUMNS, 12);
         armed_call_fails(&f, CG_FAULT_SCRATCH_ALLOC, dti ? 1 : 2, 1, API_STATUS, 1, what);
         host_call_works(&f, API_VOID, what);
         fx_free(&f);

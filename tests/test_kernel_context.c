@@ -61,8 +61,8 @@ static const cg_kernel_entry *entry_named(const char *name)
     return NULL;
 }
 
-static const char *const slots[] = {"gemm_atb",     "dwconv_rows", "dwconv3x3_rows",
-                                    "dwconv_pixel", "f16_to_f32",  "f32_to_f16"};
+static const char *const slots[] = {"gemm_panel",   "pack_run",   "dwconv_rows", "dwconv3x3_rows",
+                                    "dwconv_pixel", "f16_to_f32", "f32_to_f16"};
 
 /* Whether the cap and the CPU allow a line. */
 static int allowed(const cg_kernel_entry *e, cg_isa isa)
@@ -145,14 +145,14 @@ Test(kernel_context, unset_takes_the_widest_set_the_cpu_runs)
     check_choice(&pr, cg_kernels()->cpu_isa);
 }
 
-/* The portable set: the references, and OpenBLAS for gemm_atb. */
+/* The portable set: the references. */
 Test(kernel_context, ref_takes_the_portable_kernels)
 {
     check_request("ref", CG_ISA_REF);
     probe pr;
     run_probe("ref", &pr);
     char buf[128];
-    assert_same(field(&pr, "gemm_atb", buf, sizeof buf), "cg_f32_gemm_atb_openblas", &pr);
+    assert_same(field(&pr, "gemm_panel", buf, sizeof buf), "cg_f32_gemm_panel_ref_8x16", &pr);
     assert_same(field(&pr, "dwconv_rows", buf, sizeof buf), "cg_f32_dwconv_rows_ref", &pr);
     assert_same(field(&pr, "dwconv3x3_rows", buf, sizeof buf), "none", &pr);
 }
@@ -164,7 +164,7 @@ Test(kernel_context, avx2_takes_the_avx2_kernels_or_falls_back)
         probe pr;
         run_probe("avx2", &pr);
         char buf[128];
-        assert_same(field(&pr, "gemm_atb", buf, sizeof buf), "cg_f32_gemm_atb_avx2_6x16", &pr);
+        assert_same(field(&pr, "gemm_panel", buf, sizeof buf), "cg_f32_gemm_panel_avx2_12x16", &pr);
         assert_same(field(&pr, "f16_to_f32", buf, sizeof buf), "cg_f16_to_f32_f16c", &pr);
     }
 }
@@ -176,7 +176,8 @@ Test(kernel_context, avx512_takes_the_avx512_kernels_or_falls_back)
         probe pr;
         run_probe("avx512", &pr);
         char buf[128];
-        assert_same(field(&pr, "gemm_atb", buf, sizeof buf), "cg_f32_gemm_atb_avx512_8x48", &pr);
+        assert_same(field(&pr, "gemm_panel", buf, sizeof buf), "cg_f32_gemm_panel_avx512_24x48",
+                    &pr);
     }
 }
 

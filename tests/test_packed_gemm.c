@@ -108,10 +108,10 @@ Test(packed_gemm, every_kernel_on_tile_and_block_edges)
     const cg_kernel_entry *list = cg_kernel_list(&count);
     for (int e = 0; e < count && nk < 8; e++) {
         const cg_kernel_entry *x = &list[e];
-        if (strcmp(x->slot, "gemm_atb") != 0 || x->mr * x->nr == 1 || !cg_cpu_has(x->features))
-            continue; /* the register-tile kernels this CPU runs */
+        if (strcmp(x->slot, "gemm_panel") != 0 || !cg_cpu_has(x->features))
+            continue; /* the packed kernels this CPU runs */
         kernels[nk++] = (cg_gemm_blocking){
-            (cg_gemm_atb_fn *)x->fn, x->name, x->mr, x->nr, 16, 2 * x->mr, 2 * x->nr};
+            (cg_gemm_panel_fn *)x->fn, x->name, x->mr, x->nr, 16, 2 * x->mr, 2 * x->nr};
     }
     if (nk == 0)
         cr_log_info("packed gemm: this CPU runs none of the library's kernels");

@@ -5,35 +5,30 @@
 
 #include <stddef.h>
 
-/* C[m][n] = A^T B + beta*C, row-major: A is [k][m] (lda), B is [k][n] (ldb),
- * C is [m][n] (ldc). beta is 0 (C is overwritten, never read) or 1.
- * Safe to call from many threads at once; runs on the calling thread only. */
-void cg_gemm_atb(int m, int n, int k, const float *a, int lda, const float *b, int ldb, float beta,
-                 float *c, int ldc);
+#include "kernels/list.h"
 
 /* C[m][n] = op(A) op(B) + beta*C, row-major, op(X) = X or X^T as trans_*
  * says; beta is 0 or 1. The forward and input-gradient shapes, which
  * OpenBLAS's packed kernels serve well. Runs on the calling thread only. */
-void cg_gemm(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
-             const float *b, int ldb, float beta, float *c, int ldc);
+void cg_gemm(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda, const float *b,
+             int ldb, float beta, float *c, int ldc);
 
 /* ---- the packed driver behind cg_gemm (src/gemm/packed.c) ------------- */
 
-/* A register-tile kernel of C = A^T B + beta*C (cg_gemm_atb's contract), its
- * tile and the cache blocks the packed driver runs it with: kc so that a
+/* A gemm_panel kernel (kernels/list.h), its A panel and B micro-panel (mr,
+ * nr) and the cache blocks the packed drivers run it with: kc so that a
  * kc x nr micro-panel of B stays in L1 across a block of A, mc x kc of A in
  * L2, kc x nc of B beside it. mc is a multiple of mr, nc of nr. */
 typedef struct cg_gemm_blocking {
-    void (*kernel)(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
-                   float beta, float *c, int ldc);
+    cg_gemm_panel_fn *kernel;
     const char *name; /* the kernel's */
     int mr, nr, kc, mc, nc;
 } cg_gemm_blocking;
 
-/* This CPU's blocking (the widest kernel it runs, blocks from its L1 and L2),
- * and whether cg_gemm runs on it rather than on OpenBLAS (where OpenBLAS's
- * kernels are narrower than the library's: see packed.c); chosen once per
- * process. NULL when no kernel of the library runs here. */
+/* This CPU's blocking (the context's gemm_panel kernel, blocks from its L1
+ * and L2), and whether cg_gemm runs on it rather than on OpenBLAS (where
+ * OpenBLAS's kernels are narrower than the library's: see packed.c); chosen
+ * once per process. Never NULL. */
 const cg_gemm_blocking *cg_gemm_blocking_here(void);
 int cg_gemm_uses_packed(void);
 

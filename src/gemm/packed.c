@@ -1,24 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* C = op(A) op(B) + beta*C in the manner of BLIS: for each kc x nc block of
- * op(B) and mc x kc block of op(A), both packed into the order the register
- * tile reads them (contiguous kc x nr and mr x kc micro-panels, the rows of
- * B^T and A^T that cg_gemm_atb's kernels take), the kernel runs once per
- * mr x nr tile of C. The kernels read A and B in place otherwise: rows lda
- * apart touch a new cache line, and often a new page, every step of the sum. */
+ * op(B) and mc x kc block of op(A), both packed into the order the
+ * gemm_panel kernel reads them (contiguous kc x nr and mr x kc micro-panels),
+ * the kernel runs once per mr x nr tile of C. Read in place instead, rows
+ * lda apart would touch a new cache line, and often a new page, every step
+ * of the sum. */
 #include "gemm/gemm.h"
 
 #include <cblas.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "gemm/packed_x86.h"
 #include "kernels/context.h"
-#include "kernels/gemm_atb_blocks.h"
+#include "thread_scratch.h"
 
 /* Chosen once per process (choose, below). */
-static cg_gemm_blocking g_here; /* .kernel NULL: no kernel of the library runs here */
+static cg_gemm_blocking g_here;
 static int g_use_packed, g_avx2;
 static pthread_once_t g_choose_once = PTHREAD_ONCE_INIT;
 static void choose(void);
@@ -32,14 +31,16 @@ static int min_int(int a, int b)
 
 /* Packs rows [0, rows) x steps [0, kb) of a matrix whose element (r, p) is
  * x[r*stride_r + p*stride_p] into micro-panels of w rows: panel q holds
- * element (q*w + r, p) at q*w*kb + p*w + r. A last panel's missing rows are
- * left unwritten: the kernel, told its true m and n, never reads them. */
+ * element (q*w + r, p) at q*w*kb + p*w + r, and zeros in a last panel's
+ * missing rows (the kernel multiplies them, and stores nothing of them). */
 static void pack_panels(const float *x, size_t stride_r, size_t stride_p, int rows, int kb, int w,
                         float *dst)
 {
     for (int q = 0; q < rows; q += w, dst += (size_t)w * kb) {
         const int h = min_int(w, rows - q);
         const float *src = x + (size_t)q * stride_r;
+        for (int p = 0; h < w && p < kb; p++)
+            memset(dst + (size_t)p * w + h, 0, (size_t)(w - h) * sizeof(float));
         if (stride_r == 1) { /* a panel's step p is one run of x */
             for (int p = 0; p < kb; p++)
                 for (int r = 0; r < h; r++)
@@ -98,8 +99,8 @@ void cg_gemm_packed(const cg_gemm_blocking *bl, int trans_a, int trans_b, int m,
                 for (int jr = 0; jr < nb; jr += bl->nr)
                     for (int ir = 0; ir < mb; ir += bl->mr)
                         bl->kernel(min_int(bl->mr, mb - ir), min_int(bl->nr, nb - jr), kb,
-                                   pa + (size_t)ir * kb, bl->mr, pb + (size_t)jr * kb, bl->nr, step,
-                                   c + (size_t)(ic + ir) * ldc + jc + jr, ldc);
+                                   pa + (size_t)ir * kb, pb + (size_t)jr * kb, step,
+                                   c + (size_t)(ic + ir) * ldc + jc + jr, ldc, NULL, NULL);
             }
         }
     }
@@ -107,9 +108,7 @@ void cg_gemm_packed(const cg_gemm_blocking *bl, int trans_a, int trans_b, int m,
 
 /* ---- this CPU's blocking and the choice against OpenBLAS --------------- */
 
-/* The kernels split longer sums into passes of CG_GEMM_ATB_KC steps
- * themselves, reloading C's tile each pass: a longer kc gains nothing. */
-enum { MC_MOST = 256, NC_MOST = 512 };
+enum { KC_MOST = 256, MC_MOST = 256, NC_MOST = 512 };
 
 static int round_down(int x, int unit)
 {
@@ -121,13 +120,13 @@ static int round_down(int x, int unit)
  * the pair stays a few hundred KB. */
 static cg_gemm_blocking blocking_for(const cg_kernel_context *kx)
 {
-    const cg_kernel_entry *e = kx->entry.gemm_atb;
-    const int kc = round_down(
-        (int)min_int(CG_GEMM_ATB_KC, (int)(kx->l1_bytes / 2 / (e->nr * (long)sizeof(float)))), 8);
+    const cg_kernel_entry *e = kx->entry.gemm_panel;
+    const int kc =
+        round_down(min_int(KC_MOST, (int)(kx->l1_bytes / 2 / (e->nr * (long)sizeof(float)))), 8);
     const int mc =
         round_down(min_int(MC_MOST, (int)(kx->l2_bytes / 4 / (kc * (long)sizeof(float)))), e->mr);
     return (cg_gemm_blocking){
-        kx->gemm_atb, e->name, e->mr, e->nr, kc, mc, round_down(NC_MOST, e->nr)};
+        kx->gemm_panel, e->name, e->mr, e->nr, kc, mc, round_down(NC_MOST, e->nr)};
 }
 
 /* The kernel set of the sgemm kernels OpenBLAS chose for this CPU, by
@@ -163,9 +162,8 @@ static cg_isa openblas_isa(void)
 static void choose(void)
 {
     const cg_kernel_context *kx = cg_kernels();
-    const cg_isa isa = kx->entry.gemm_atb->isa; /* REF: the references, or OpenBLAS itself */
-    if (isa > CG_ISA_REF)
-        g_here = blocking_for(kx);
+    const cg_isa isa = kx->entry.gemm_panel->isa; /* REF: the plain C kernel */
+    g_here = blocking_for(kx);
     g_use_packed = isa > CG_ISA_REF && openblas_isa() < isa;
     g_avx2 = kx->isa >= CG_ISA_AVX2 && (kx->cpu_features & CG_CPU_AVX2);
 }
@@ -173,7 +171,7 @@ static void choose(void)
 const cg_gemm_blocking *cg_gemm_blocking_here(void)
 {
     pthread_once(&g_choose_once, choose);
-    return g_here.kernel ? &g_here : NULL;
+    return &g_here;
 }
 
 int cg_gemm_uses_packed(void)
@@ -182,42 +180,11 @@ int cg_gemm_uses_packed(void)
     return g_use_packed;
 }
 
-/* ---- the calling thread's packing space -------------------------------- */
-
-/* Allocated on a thread's first packed call and kept until it exits: a
- * static _Thread_local array instead would be charged, and zeroed, in every
- * thread of the host process at its start. */
-static pthread_key_t g_pack_key;
-static int g_pack_key_ok;
-static pthread_once_t g_pack_key_once = PTHREAD_ONCE_INIT;
-static _Thread_local float *tls_pack;
-
-static void make_pack_key(void)
-{
-    g_pack_key_ok = pthread_key_create(&g_pack_key, free) == 0;
-}
-
-static float *thread_pack(const cg_gemm_blocking *bl)
-{
-    if (tls_pack != NULL)
-        return tls_pack;
-    pthread_once(&g_pack_key_once, make_pack_key);
-    if (!g_pack_key_ok)
-        return NULL;
-    float *p = aligned_alloc(64, (cg_gemm_pack_floats(bl) * sizeof(float) + 63) & ~(size_t)63);
-    if (p != NULL && pthread_setspecific(g_pack_key, p) != 0) {
-        free(p);
-        p = NULL;
-    }
-    tls_pack = p;
-    return p;
-}
-
 int cg_gemm_try_packed(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
                        const float *b, int ldb, float beta, float *c, int ldc)
 {
     float *pack;
-    if (!cg_gemm_uses_packed() || (pack = thread_pack(&g_here)) == NULL)
+    if (!cg_gemm_uses_packed() || (pack = cg_thread_floats(cg_gemm_pack_floats(&g_here))) == NULL)
         return 0;
     cg_gemm_packed(&g_here, trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc, pack);
     return 1;

@@ -29,11 +29,30 @@ enum {
     CG_CPU_AVX512_FBWVL = CG_CPU_AVX512F | CG_CPU_AVX512BW | CG_CPU_AVX512VL,
 };
 
-/* C[m][n] = A^T B + beta*C, row-major: A is [k][m] (lda), B is [k][n] (ldb),
- * C is [m][n] (ldc); beta is 0 (C is written, never read) or 1; nothing of
- * C past column n is touched. */
-typedef void cg_gemm_atb_fn(int m, int n, int k, const float *a, int lda, const float *b, int ldb,
-                            float beta, float *c, int ldc);
+/* The packed micro-kernel: C[i][j] = sum over p < k of a[p*mr + i] *
+ * b[p*nr + j] + beta*C[i][j], for i < m <= mr, j < n <= nr, where mr x nr is
+ * the kernel's line of the list. `a` is an A panel (k steps of mr floats,
+ * rows m..mr-1 zero), `b` a B micro-panel (k steps of nr floats, columns
+ * n..nr-1 zero), as the packers (src/kernels.c, src/gemm/packed.c) lay them
+ * out; beta is 0 (C is written, never read) or 1; nothing of C past row m
+ * or column n is touched. Along the way the kernel prefetches the cache
+ * lines [prefetch, prefetch_end) into L2, one every few steps (a hint for
+ * what the caller reads next: NULL, NULL for none). */
+typedef void cg_gemm_panel_fn(int m, int n, int k, const float *a, const float *b, float beta,
+                              float *c, int ldc, const char *prefetch, const char *prefetch_end);
+
+/* Where a packer puts the next column of one step of a set of panels (see
+ * src/kernels.c): `at`, with `room` columns left in this panel's step;
+ * after them the step goes on `jump` floats further, in the next panel,
+ * `width` columns wide. */
+typedef struct cg_panel_cursor {
+    float *at;
+    int64_t room, width, jump;
+} cg_panel_cursor;
+
+/* The next n columns of the cursor's step: src[0, n), or zeros where src is
+ * NULL; the cursor moves past them. */
+typedef void cg_pack_run_fn(cg_panel_cursor *cur, const float *src, int64_t n);
 
 /* Depthwise weight gradient over rows [first, last) of the sum, channels
  * [c_first, c_last): dst[c - c_first][tap] = sum of dy[row][c] *

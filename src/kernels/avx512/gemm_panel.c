@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* The packed micro-kernel on AVX-512: a 24-row A panel times a B micro-panel
+ * of up to 48 columns (kernels/list.h, cg_gemm_panel_fn). The register tile
+ * follows the width: 8 x 48, 12 x 32 or 24 x 16, 24 accumulators each, so a
+ * narrow tail of columns still keeps both FMA ports busy. Both panels are
+ * read in order (the packer laid them out so), C only at the ends: its
+ * lines are prefetched when a tile starts and needed when it ends. */
+#include "kernels/list.h"
+
+#include <immintrin.h>
+
+enum { PANEL = 24, NR = 48 };
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+__attribute__((target("avx512f"))) static ALWAYS_INLINE void
+tile(const int rows, const int nv, int m, int n, int k, const float *a, const float *b, float beta,
+     float *c, int ldc, const char **prefetch, const char *prefetch_end)
+{
+    const char *pf = *prefetch;
+    for (int r = 0; r < m; r++)
+        for (int v = 0; v < nv; v++)
+            _mm_prefetch((const char *)(c + (size_t)r * ldc + 16 * v), _MM_HINT_T0);
+    __m512 acc[24][3];
+#pragma GCC unroll 24
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm512_setzero_ps();
+    for (int p = 0; p < k; p++, a += PANEL, b += NR) {
+        if ((p & 1) == 0 && pf < prefetch_end) { /* a line every other step */
+            _mm_prefetch(pf, _MM_HINT_T1);
+            pf += 64;
+        }
+        __m512 bv[3];
+#pragma GCC unroll 3
+        for (int v = 0; v < nv; v++)
+            bv[v] = _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 24
+        for (int r = 0; r < rows; r++) {
+            const __m512 av = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 3
+            for (int v = 0; v < nv; v++)
+                acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+    }
+    *prefetch = pf;
+    const int tail = n - 16 * (nv - 1); /* columns of the last vector, 1..16 */
+    const __mmask16 last = (__mmask16)(tail >= 16 ? 0xFFFFu : (1u << tail) - 1u);
+#pragma GCC unroll 24
+    for (int r = 0; r < rows; r++) {
+        if (r >= m)
+            break;
+#pragma GCC unroll 3
+        for (int v = 0; v < nv; v++) {
+            float *cv = c + (size_t)r * ldc + 16 * v;
+            const __mmask16 mask = v == nv - 1 ? last : 0xFFFF;
+            __m512 sum = acc[r][v];
+            if (beta != 0.0f)
+                sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask, cv));
+            _mm512_mask_storeu_ps(cv, mask, sum);
+        }
+    }
+}
+
+__attribute__((target("avx512f"))) static void tile_8x48(int m, int n, int k, const float *a,
+                                                         const float *b, float beta, float *c,
+                                                         int ldc, const char **prefetch,
+                                                         const char *prefetch_end)
+{
+    tile(8, 3, m, n, k, a, b, beta, c, ldc, prefetch, prefetch_end);
+}
+
+__attribute__((target("avx512f"))) static void tile_12x32(int m, int n, int k, const float *a,
+                                                          const float *b, float beta, float *c,
+                                                          int ldc, const char **prefetch,
+                                                          const char *prefetch_end)
+{
+    tile(12, 2, m, n, k, a, b, beta, c, ldc, prefetch, prefetch_end);
+}
+
+__attribute__((target("avx512f"))) static void tile_24x16(int m, int n, int k, const float *a,
+                                                          const float *b, float beta, float *c,
+                                                          int ldc, const char **prefetch,
+                                                          const char *prefetch_end)
+{
+    tile(24, 1, m, n, k, a, b, beta, c, ldc, prefetch, prefetch_end);
+}
+
+void cg_f32_gemm_panel_avx512_24x48(int m, int n, int k, const float *a, const float *b, float beta,
+                                    float *c, int ldc, const char *prefetch,
+                                    const char *prefetch_end)
+{
+    const int nv = (n + 15) / 16, rows = PANEL / nv;
+    void (*const run)(int, int, int, const float *, const float *, float, float *, int,
+                      const char **, const char *) = nv == 3   ? tile_8x48
+                                                     : nv == 2 ? tile_12x32
+                                                               : tile_24x16;
+    for (int r = 0; r < m; r += rows)
+        run(m - r < rows ? m - r : rows, n, k, a + r, b, beta, c + (size_t)r * ldc, ldc, &prefetch,
+            prefetch_end);
+}
+
+/* Packing runs: whole vectors, then one masked (masked-off lanes of a load
+ * do not fault, so the run may end at the end of a page). */
+__attribute__((target("avx512f"))) void cg_f32_pack_run_avx512(cg_panel_cursor *cur,
+                                                               const float *src, int64_t n)
+{
+    float *at = cur->at;
+    int64_t room = cur->room;
+    while (n > 0) {
+        const int64_t len = n < room ? n : room;
+        int64_t i = 0;
+        for (; i + 16 <= len; i += 16)
+            _mm512_storeu_ps(at + i, src ? _mm512_loadu_ps(src + i) : _mm512_setzero_ps());
+        if (i < len) {
+            const __mmask16 mask = (__mmask16)((1u << (len - i)) - 1u);
+            _mm512_mask_storeu_ps(at + i, mask,
+                                  src ? _mm512_maskz_loadu_ps(mask, src + i) : _mm512_setzero_ps());
+        }
+        src = src ? src + len : NULL;
+        n -= len;
+        at += len;
+        if ((room -= len) == 0) {
+            at += cur->jump;
+            room = cur->width;
+        }
+    }
+    cur->at = at;
+    cur->room = room;
+}
