@@ -26,12 +26,14 @@ static int64_t round_up(int64_t x, int64_t unit)
 typedef struct cursor {
     cg_panel_cursor at;
     cg_pack_run_fn *put;
+    cg_pack_run_f16_fn *put_halves;
 } cursor;
 
 static cursor cursor_at(float *panels, int64_t width, int64_t kb, int64_t step)
 {
-    return (cursor){{panels + step * width, width, width, (kb - 1) * width},
-                    cg_kernels()->pack_run};
+    const cg_kernel_context *k = cg_kernels();
+    return (cursor){
+        {panels + step * width, width, width, (kb - 1) * width}, k->pack_run, k->pack_run_f16};
 }
 
 /* The next n columns: src[0, n), or zeros where src is NULL. */
@@ -44,16 +46,10 @@ static void put_floats(cursor *cur, const float *src, int64_t n)
 /* The next n columns from tensor[index, index + n), fp32 or fp16. */
 static void put_tensor(cursor *cur, const void *tensor, int64_t index, int64_t n, size_t dtype_size)
 {
-    if (dtype_size == sizeof(float)) {
+    if (dtype_size == sizeof(float))
         put_floats(cur, (const float *)tensor + index, n);
-        return;
-    }
-    float converted[256];
-    for (int64_t done = 0; done < n; done += 256) {
-        const int64_t len = min64(256, n - done);
-        cg_load_floats(converted, tensor, index + done, len, dtype_size);
-        put_floats(cur, converted, len);
-    }
+    else if (n > 0)
+        cur->put_halves(&cur->at, (const uint16_t *)tensor + index, n);
 }
 
 /* Columns [c0, c1) of one kernel row of one im2col row, when the group is

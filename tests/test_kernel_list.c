@@ -101,31 +101,36 @@ static void check_gemm_panel(cg_gemm_panel_fn *fn, const char *name, cg_isa isa,
                 }
 }
 
-/* ---- pack_run -------------------------------------------------------- */
+/* ---- pack_run, pack_run_f16 ----------------------------------------- */
 
 /* Runs of every length up to a few panels, from every column of a step
  * and into every room left, into panels of the kernel's vector width and
- * of odd widths: each run lands in order across the panels' steps, zeros
- * for a NULL source, nothing else written, the cursor left past it. */
-static void check_pack_run(cg_pack_run_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+ * of odd widths: each run lands in order across the panels' steps (zeros
+ * for a NULL source, fp16 sources converted), nothing else written, the
+ * cursor left past it. Exactly one of f32 and f16 is the kernel. */
+static void check_runs(cg_pack_run_fn *f32, cg_pack_run_f16_fn *f16, const char *name, int nr)
 {
-    (void)isa, (void)mr;
     enum { KB = 3, STEP = 1, MOST = 150 };
     const int widths[] = {1, 5, nr, 2 * nr + 3, 48};
-    float src[MOST], panels[(MOST / 1 + 2) * KB * 2 + 64];
-    for (int i = 0; i < MOST; i++)
-        src[i] = (float)(i + 1);
+    float src[MOST], panels[(MOST + 2) * KB * 2 + 64];
+    uint16_t halves[MOST];
+    for (int i = 0; i < MOST; i++) {
+        src[i] = (float)(i + 1); /* small integers: exact in fp16 */
+        halves[i] = ref_float_to_half(src[i]);
+    }
     for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++) {
         const int w = widths[wi];
         for (int start = 0; start < w; start++)
             for (int n = 0; n <= MOST && start + n <= 2 * w + 70; n++)
-                for (int zeros = 0; zeros < 2; zeros++) {
-                    const int panels_needed = (start + n) / w + 1;
-                    const int floats = panels_needed * KB * w;
+                for (int zeros = 0; zeros < (f32 ? 2 : 1); zeros++) {
+                    const int floats = ((start + n) / w + 1) * KB * w;
                     for (int e = 0; e < floats; e++)
                         panels[e] = CANARY;
                     cg_panel_cursor cur = {panels + STEP * w + start, w - start, w, (KB - 1) * w};
-                    fn(&cur, zeros ? NULL : src, n);
+                    if (f32)
+                        f32(&cur, zeros ? NULL : src, n);
+                    else
+                        f16(&cur, halves, n);
                     for (int e = 0; e < floats; e++) {
                         const int panel = e / (KB * w), step = e / w % KB, col = e % w;
                         const int at = panel * w + col - start; /* the run's element here */
@@ -143,6 +148,18 @@ static void check_pack_run(cg_pack_run_fn *fn, const char *name, cg_isa isa, int
                               "%s: width %d start %d n %d: the cursor is off", name, w, start, n);
                 }
     }
+}
+
+static void check_pack_run(cg_pack_run_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+{
+    (void)isa, (void)mr;
+    check_runs(fn, NULL, name, nr);
+}
+
+static void check_pack_run_f16(cg_pack_run_f16_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+{
+    (void)isa, (void)mr;
+    check_runs(NULL, fn, name, nr);
 }
 
 /* ---- dwconv_rows, dwconv3x3_rows ----------------------------------------------------- */

@@ -54,6 +54,10 @@ typedef struct cg_panel_cursor {
  * NULL; the cursor moves past them. */
 typedef void cg_pack_run_fn(cg_panel_cursor *cur, const float *src, int64_t n);
 
+/* The same from n IEEE binary16 values (raw bits, unaligned), converted to
+ * float on the way: the packers' fp16 tensors read once. */
+typedef void cg_pack_run_f16_fn(cg_panel_cursor *cur, const void *src_halves, int64_t n);
+
 /* Depthwise weight gradient over rows [first, last) of the sum, channels
  * [c_first, c_last): dst[c - c_first][tap] = sum of dy[row][c] *
  * x[in(row, tap)][c]; fp32 or fp16 tensors as plan->dtype_size says. `acc`

@@ -6,6 +6,7 @@
 #include "kernels/list.h"
 
 #include <immintrin.h>
+#include <string.h>
 
 enum { PANEL = 12, NR = 16 };
 
@@ -95,24 +96,43 @@ void cg_f32_gemm_panel_avx2_12x16(int m, int n, int k, const float *a, const flo
 }
 
 /* Packing runs: whole vectors, then one masked (masked-off lanes of a
- * maskload do not fault, so the run may end at the end of a page). */
-__attribute__((target("avx2"))) void cg_f32_pack_run_avx2(cg_panel_cursor *cur, const float *src,
-                                                          int64_t n)
+ * maskload do not fault, so the run may end at the end of a page); fp16
+ * converted on the way (F16C), its last few values through a copy. */
+__attribute__((target("avx2,f16c"))) static ALWAYS_INLINE __m256 load_run(const void *src,
+                                                                          int64_t i, int64_t lanes,
+                                                                          __m256i mask,
+                                                                          const int halves)
+{
+    if (!halves)
+        return lanes == 8 ? _mm256_loadu_ps((const float *)src + i)
+                          : _mm256_maskload_ps((const float *)src + i, mask);
+    uint16_t few[8] = {0};
+    const uint16_t *h = (const uint16_t *)src + i;
+    if (lanes < 8) {
+        memcpy(few, h, (size_t)lanes * sizeof *h);
+        h = few;
+    }
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+}
+
+__attribute__((target("avx2,f16c"))) static ALWAYS_INLINE void
+pack_run(cg_panel_cursor *cur, const void *src, int64_t n, const int halves)
 {
     float *at = cur->at;
     int64_t room = cur->room;
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const size_t bytes = halves ? 2 : 4;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), all = _mm256_set1_epi32(-1);
     while (n > 0) {
         const int64_t len = n < room ? n : room;
         int64_t i = 0;
         for (; i + 8 <= len; i += 8)
-            _mm256_storeu_ps(at + i, src ? _mm256_loadu_ps(src + i) : _mm256_setzero_ps());
+            _mm256_storeu_ps(at + i, src ? load_run(src, i, 8, all, halves) : _mm256_setzero_ps());
         if (i < len) {
             const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(len - i)), lane);
-            _mm256_maskstore_ps(at + i, mask,
-                                src ? _mm256_maskload_ps(src + i, mask) : _mm256_setzero_ps());
+            _mm256_maskstore_ps(
+                at + i, mask, src ? load_run(src, i, len - i, mask, halves) : _mm256_setzero_ps());
         }
-        src = src ? src + len : NULL;
+        src = src ? (const char *)src + (size_t)len * bytes : NULL;
         n -= len;
         at += len;
         if ((room -= len) == 0) {
@@ -122,4 +142,16 @@ __attribute__((target("avx2"))) void cg_f32_pack_run_avx2(cg_panel_cursor *cur, 
     }
     cur->at = at;
     cur->room = room;
+}
+
+__attribute__((target("avx2,f16c"))) void cg_f32_pack_run_avx2(cg_panel_cursor *cur,
+                                                               const float *src, int64_t n)
+{
+    pack_run(cur, src, n, 0);
+}
+
+__attribute__((target("avx2,f16c"))) void cg_f16_pack_run_f16c(cg_panel_cursor *cur,
+                                                               const void *src_halves, int64_t n)
+{
+    pack_run(cur, src_halves, n, 1);
 }

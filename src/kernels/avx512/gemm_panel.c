@@ -102,23 +102,33 @@ void cg_f32_gemm_panel_avx512_24x48(int m, int n, int k, const float *a, const f
 }
 
 /* Packing runs: whole vectors, then one masked (masked-off lanes of a load
- * do not fault, so the run may end at the end of a page). */
-__attribute__((target("avx512f"))) void cg_f32_pack_run_avx512(cg_panel_cursor *cur,
-                                                               const float *src, int64_t n)
+ * do not fault, so the run may end at the end of a page); fp16 converted on
+ * the way. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static ALWAYS_INLINE __m512
+load_run(const void *src, int64_t i, __mmask16 mask, const int halves)
+{
+    if (halves)
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, (const uint16_t *)src + i));
+    return _mm512_maskz_loadu_ps(mask, (const float *)src + i);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static ALWAYS_INLINE void
+pack_run(cg_panel_cursor *cur, const void *src, int64_t n, const int halves)
 {
     float *at = cur->at;
     int64_t room = cur->room;
+    const size_t bytes = halves ? 2 : 4;
     while (n > 0) {
         const int64_t len = n < room ? n : room;
         int64_t i = 0;
         for (; i + 16 <= len; i += 16)
-            _mm512_storeu_ps(at + i, src ? _mm512_loadu_ps(src + i) : _mm512_setzero_ps());
+            _mm512_storeu_ps(at + i, src ? load_run(src, i, 0xFFFF, halves) : _mm512_setzero_ps());
         if (i < len) {
             const __mmask16 mask = (__mmask16)((1u << (len - i)) - 1u);
             _mm512_mask_storeu_ps(at + i, mask,
-                                  src ? _mm512_maskz_loadu_ps(mask, src + i) : _mm512_setzero_ps());
+                                  src ? load_run(src, i, mask, halves) : _mm512_setzero_ps());
         }
-        src = src ? src + len : NULL;
+        src = src ? (const char *)src + (size_t)len * bytes : NULL;
         n -= len;
         at += len;
         if ((room -= len) == 0) {
@@ -128,4 +138,16 @@ __attribute__((target("avx512f"))) void cg_f32_pack_run_avx512(cg_panel_cursor *
     }
     cur->at = at;
     cur->room = room;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void
+cg_f32_pack_run_avx512(cg_panel_cursor *cur, const float *src, int64_t n)
+{
+    pack_run(cur, src, n, 0);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void
+cg_f16_pack_run_avx512(cg_panel_cursor *cur, const void *src_halves, int64_t n)
+{
+    pack_run(cur, src_halves, n, 1);
 }

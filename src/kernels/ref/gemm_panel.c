@@ -38,3 +38,14 @@ void cg_f32_pack_run_ref(cg_panel_cursor *cur, const float *src, int64_t n)
         }
     }
 }
+
+void cg_f16_pack_run_ref(cg_panel_cursor *cur, const void *src_halves, int64_t n)
+{
+    float converted[64];
+    const unsigned char *src = src_halves;
+    for (int64_t done = 0; done < n; done += 64) {
+        const int64_t len = n - done < 64 ? n - done : 64;
+        cg_f16_to_f32_ref(converted, src + 2 * done, (size_t)len);
+        cg_f32_pack_run_ref(cur, converted, len);
+    }
+}
