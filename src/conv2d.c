@@ -538,7 +538,7 @@ static cg_status weights_nhwc_core(job *jb, int rank, cg_error *err)
     const cg_dw_block all = {0, p->groups, 0, p->cout_g, 0, p->row_len};
     const int64_t kc = jb->tile_rows > 0 ? min64(jb->tile_rows, max64(last - first, 1))
                                          : cg_general_rows_per_pass(&all, last - first);
-    int64_t floats = first < last ? cg_general_scratch_floats(kc, &all) : 0;
+    int64_t floats = first < last ? cg_general_scratch_floats(p, kc, &all) : 0;
     if (own_partial && first < last)
         floats += (int64_t)p->dw_elems;
     int64_t *unused;
@@ -546,7 +546,7 @@ static cg_status weights_nhwc_core(job *jb, int rank, cg_error *err)
     if (core_scratch(jb, 0, floats, &unused, &scratch, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     float *dw =
-        own_partial && first < last ? scratch + cg_general_scratch_floats(kc, &all) : jb->out;
+        own_partial && first < last ? scratch + cg_general_scratch_floats(p, kc, &all) : jb->out;
     jb->partial[rank] = dw;
     if (first < last)
         cg_general_rows(p, jb->in1, jb->in0, &all, first, last, kc, scratch, 0.0f, dw);

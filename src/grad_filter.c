@@ -135,7 +135,7 @@ static shared_share plan_column_share(const cg_plan *p, int rank, int members)
     }
     for (int64_t u = s.first; u < s.last;) {
         cg_dw_block b = next_column_block(p, &u, s.last);
-        scratch = max64(scratch, cg_general_scratch_floats(s.tile_rows, &b));
+        scratch = max64(scratch, cg_general_scratch_floats(p, s.tile_rows, &b));
     }
     s.scratch_bytes = (size_t)scratch * sizeof(float);
     return s;
@@ -155,7 +155,7 @@ static shared_share plan_share(const cg_plan *p, int rank, int members)
     } else {
         const cg_dw_block all = {0, p->groups, 0, p->cout_g, 0, p->row_len};
         s.tile_rows = cg_general_rows_per_pass(&all, s.last - s.first);
-        s.scratch_bytes = (size_t)cg_general_scratch_floats(s.tile_rows, &all) * sizeof(float);
+        s.scratch_bytes = (size_t)cg_general_scratch_floats(p, s.tile_rows, &all) * sizeof(float);
     }
     return s;
 }
@@ -181,8 +181,8 @@ static void compute_partial(const call *c, const shared_share *s, float *scratch
  * dw, which for a dw larger than L2 is 5-10% of the call. */
 static float *direct_out(const call *c)
 {
-    const int direct = c->plan.dtype_size == sizeof(float) && c->bias == NULL &&
-                       c->plan.path != CG_PATH_DEPTHWISE;
+    const int direct =
+        c->plan.dtype_size == sizeof(float) && c->bias == NULL && c->plan.path != CG_PATH_DEPTHWISE;
     return direct ? (float *)c->out_dw : NULL;
 }
 
@@ -334,7 +334,7 @@ static cg_status grad_filter_private_general(const call *c, cg_error *err)
     const int64_t block = direct ? p->cout_g : min64(p->cout_g, p->budget_floats / p->row_len);
     const cg_dw_block widest = {0, direct ? p->groups : 1, 0, block, 0, p->row_len};
     const int64_t kc = cg_general_rows_per_pass(&widest, p->rows);
-    const size_t floats = (size_t)cg_general_scratch_floats(kc, &widest);
+    const size_t floats = (size_t)cg_general_scratch_floats(p, kc, &widest);
     float *acc = c->workspace, *scratch = cg_thread_floats(floats);
     if (scratch == NULL)
         return cg_fail(err, CG_ERR_NO_MEMORY, "could not allocate %zu bytes of packing space",

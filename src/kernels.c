@@ -17,103 +17,19 @@ static int64_t round_up(int64_t x, int64_t unit)
     return (x + unit - 1) / unit * unit;
 }
 
-/* ---- packing into panels ------------------------------------------------ */
-
-/* The panels' cursor (kernels/list.h) at a step: the panels are `width`
- * floats a step and kb steps long, one after the other, so a step's columns
- * run on from the end of one panel's step into the next panel's. Columns are
- * put in order, each once, by the context's pack_run kernel. */
-typedef struct cursor {
-    cg_panel_cursor at;
-    cg_pack_run_fn *put;
-    cg_pack_run_f16_fn *put_halves;
-} cursor;
-
-static cursor cursor_at(float *panels, int64_t width, int64_t kb, int64_t step)
-{
-    const cg_kernel_context *k = cg_kernels();
-    return (cursor){
-        {panels + step * width, width, width, (kb - 1) * width}, k->pack_run, k->pack_run_f16};
-}
-
-/* The next n columns: src[0, n), or zeros where src is NULL. */
-static void put_floats(cursor *cur, const float *src, int64_t n)
-{
-    if (n > 0)
-        cur->put(&cur->at, src, n);
-}
-
-/* The next n columns from tensor[index, index + n), fp32 or fp16. */
-static void put_tensor(cursor *cur, const void *tensor, int64_t index, int64_t n, size_t dtype_size)
-{
-    if (dtype_size == sizeof(float))
-        put_floats(cur, (const float *)tensor + index, n);
-    else if (n > 0)
-        cur->put_halves(&cur->at, (const uint16_t *)tensor + index, n);
-}
-
-/* Columns [c0, c1) of one kernel row of one im2col row, when the group is
- * all of x's channels and dilation_w is 1: the taps (kh, 0..kernel_w-1) are
- * one run of x, cut only where it leaves the input. */
-static void put_kernel_row(const cg_plan *p, const void *x, const cg_pixel *px, int64_t kh,
-                           int64_t c0, int64_t c1, cursor *cur)
-{
-    const int64_t iy = px->oh * p->stride_h + kh * p->dil_h - p->pad_u;
-    const int64_t ix0 = px->ow * p->stride_w - p->pad_l;
-    int64_t lo = c0, hi = c1; /* the part of [c0, c1) inside the input */
-    if (iy < 0 || iy >= p->in_h) {
-        hi = lo;
-    } else {
-        if (ix0 < 0)
-            lo = lo > -ix0 * p->cin ? lo : min64(-ix0 * p->cin, c1);
-        hi = min64(hi, (p->in_w - ix0) * p->cin);
-        if (hi < lo)
-            hi = lo;
-    }
-    put_floats(cur, NULL, lo - c0);
-    if (hi > lo)
-        put_tensor(cur, x, ((px->n * p->in_h + iy) * p->in_w + ix0) * p->cin + lo, hi - lo,
-                   p->dtype_size);
-    put_floats(cur, NULL, c1 - hi);
-}
-
-/* Columns [c0, c1) of group g's im2col row at pixel *px: column k is x at
- * tap k / cin_g, channel k % cin_g of the group. Where the group is all of
- * x's channels and dilation_w is 1, a kernel row is one run of x. */
-static void put_im2col_row(const cg_plan *p, const void *x, int64_t g, int64_t c0, int64_t c1,
-                           const cg_pixel *px, cursor *cur)
-{
-    const int64_t run = p->cin_g;
-    if (run == p->cin && p->dil_w == 1) {
-        const int64_t row_width = p->kernel_w * run; /* columns of one kernel row */
-        for (int64_t kh = c0 / row_width; kh * row_width < c1; kh++) {
-            int64_t lo = kh * row_width > c0 ? kh * row_width : c0;
-            int64_t hi = min64(c1, (kh + 1) * row_width);
-            put_kernel_row(p, x, px, kh, lo - kh * row_width, hi - kh * row_width, cur);
-        }
-        return;
-    }
-    for (int64_t tap = c0 / run; tap * run < c1; tap++) {
-        int64_t lo = tap * run > c0 ? tap * run : c0, hi = min64(c1, (tap + 1) * run);
-        int64_t at =
-            cg_x_index(p, px, tap / p->kernel_w, tap % p->kernel_w, g * run + (lo - tap * run));
-        if (at < 0)
-            put_floats(cur, NULL, hi - lo);
-        else
-            put_tensor(cur, x, at, hi - lo, p->dtype_size);
-    }
-}
-
 /* ---- the packed driver of the weight gradient ------------------------- */
 
 /* dw's block (+)= dy^T im2col(x) in the manner of BLIS: for each pass of kc
  * rows of the sum, dy's channels are packed into A panels (kc steps of mr
- * floats) and, nc columns at a time, im2col(x) into B micro-panels (kc steps
- * of nr floats), both straight from the tensors (fp16 converted on the way);
- * the gemm_panel kernel then runs over every (A panel, B micro-panel) pair,
- * a B micro-panel staying in L1 while the A panels stream past it. The
- * panels are read in order, so no step of the sum touches a new line of dy
- * or x, as reading them in place did. */
+ * floats), then im2col(x) one B micro-panel (kc steps of nr floats) at a
+ * time, straight from the tensors (fp16 converted on the way), each
+ * multiplied by every A panel while it is fresh in L1. The packing reads
+ * through tables made once a pass (cg_pack_rows: where each row's segment
+ * of x starts and which of its columns are inside the input), so a
+ * micro-panel is one pack_rows call a segment, not a call a row. The panels
+ * are read in order, so no step of the sum touches a new line of dy or x,
+ * as reading them in place did. */
+
 /* The blocking's kc, or twice that where C's block is more than half of L2:
  * each pass then reads and writes all of it from further away, and fewer
  * passes outweigh B's micro-panel outgrowing L1; the rows shared evenly
@@ -128,41 +44,83 @@ int64_t cg_general_rows_per_pass(const cg_dw_block *blk, int64_t rows)
     return rows > 1 ? (rows + passes - 1) / passes : 1;
 }
 
-/* A panels (a multiple of mr floats a step) and the B micro-panels of nc
- * columns, for kc rows a pass. */
-int64_t cg_general_scratch_floats(int64_t kc, const cg_dw_block *blk)
+/* An im2col row is made of segments, each one run of x: a kernel row where
+ * the group is all of x's channels and dilation_w is 1, else a tap. */
+static int by_kernel_rows(const cg_plan *p)
+{
+    return p->cin_g == p->cin && p->dil_w == 1;
+}
+
+static int64_t segment_width(const cg_plan *p)
+{
+    return by_kernel_rows(p) ? p->kernel_w * p->cin : p->cin_g;
+}
+
+/* Segments [*s0, *s1) hold columns [c0, c1). */
+static void segments_of(const cg_plan *p, int64_t c0, int64_t c1, int64_t *s0, int64_t *s1)
+{
+    const int64_t w = segment_width(p);
+    *s0 = c0 / w;
+    *s1 = c1 > c0 ? (c1 - 1) / w + 1 : *s0;
+}
+
+/* A panels (a multiple of mr floats a step), one B micro-panel, and the
+ * tables of dy's rows and of x's segments, for kc rows a pass. */
+int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t kc, const cg_dw_block *blk)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    const int64_t m = blk->co_last - blk->co_first;
-    const int64_t cols = min64(bl->nc, blk->col_last - blk->col_first);
-    return kc * (round_up(m, bl->mr) + round_up(cols, bl->nr));
+    int64_t s0, s1;
+    segments_of(plan, blk->col_first, blk->col_last, &s0, &s1);
+    const int64_t tables = 3 * kc * (1 + s1 - s0); /* int64s */
+    return kc * (round_up(blk->co_last - blk->co_first, bl->mr) + bl->nr) +
+           tables * (int64_t)(sizeof(int64_t) / sizeof(float));
 }
 
-/* A panels of dy's channels [c, c + m) over rows [first, first + kb):
- * panel q holds channel c + q*mr + i of row first + t at q*kb*mr + t*mr + i,
- * zero past m. */
-static void pack_dy_panels(const cg_plan *p, const void *dy, int64_t c, int64_t m, int64_t first,
-                           int64_t kb, int64_t mr, float *dst)
+/* Row t of segment s (relative to the first): at[s*kc + t], lo, hi. */
+typedef struct tables {
+    int64_t *at, *lo, *hi;
+    int64_t kc;
+} tables;
+
+static cg_pack_rows rows_of(const tables *tb, int64_t s)
 {
-    for (int64_t t = 0; t < kb; t++) {
-        cursor cur = cursor_at(dst, mr, kb, t);
-        put_tensor(&cur, dy, (first + t) * p->cout + c, m, p->dtype_size);
-        put_floats(&cur, NULL, round_up(m, mr) - m);
-    }
+    return (cg_pack_rows){tb->at + s * tb->kc, tb->lo + s * tb->kc, tb->hi + s * tb->kc};
 }
 
-/* B micro-panels of group g's im2col columns [c0, c0 + w) over rows [first,
- * first + kb): panel q holds column c0 + q*nr + j of row first + t at
- * q*kb*nr + t*nr + j, zero past w. */
-static void pack_x_panels(const cg_plan *p, const void *x, int64_t g, int64_t c0, int64_t w,
-                          int64_t first, int64_t kb, int64_t nr, float *dst)
+static void set_row(const tables *tb, int64_t s, int64_t t, int64_t at, int64_t lo, int64_t hi)
 {
+    tb->at[s * tb->kc + t] = at;
+    tb->lo[s * tb->kc + t] = lo;
+    tb->hi[s * tb->kc + t] = hi > lo ? hi : lo;
+}
+
+/* Segments [s0, s1) of group g's im2col rows [first, first + kb), as table
+ * rows 1.. (row 0 is dy's): a kernel row is x from (iy, ix0), cut where it
+ * leaves the input; a tap is cin_g channels at one pixel, or padding. */
+static void make_x_tables(const cg_plan *p, int64_t g, int64_t s0, int64_t s1, int64_t first,
+                          int64_t kb, const tables *tb)
+{
+    const int64_t w = segment_width(p), line = p->in_w * p->cin;
+    const int by_kernel_row = by_kernel_rows(p);
     cg_pixel px = cg_pixel_of_row(p, first);
-    for (int64_t t = 0; t < kb; t++, cg_next_pixel(p, &px)) {
-        cursor cur = cursor_at(dst, nr, kb, t);
-        put_im2col_row(p, x, g, c0, c0 + w, &px, &cur);
-        put_floats(&cur, NULL, round_up(w, nr) - w);
-    }
+    for (int64_t t = 0; t < kb; t++, cg_next_pixel(p, &px))
+        for (int64_t s = s0; s < s1; s++) {
+            const int64_t row = 1 + s - s0;
+            if (!by_kernel_row) {
+                const int64_t at = cg_x_index(p, &px, s / p->kernel_w, s % p->kernel_w, g * w);
+                set_row(tb, row, t, at < 0 ? 0 : at, 0, at < 0 ? 0 : w);
+                continue;
+            }
+            const int64_t iy = px.oh * p->stride_h + s * p->dil_h - p->pad_u;
+            const int64_t ix0 = px.ow * p->stride_w - p->pad_l;
+            if (iy < 0 || iy >= p->in_h) {
+                set_row(tb, row, t, 0, 0, 0);
+                continue;
+            }
+            const int64_t lo = ix0 < 0 ? min64(-ix0 * p->cin, w) : 0;
+            set_row(tb, row, t, (px.n * p->in_h + iy) * line + ix0 * p->cin, lo,
+                    min64(w, (p->in_w - ix0) * p->cin));
+        }
 }
 
 /* ---- prefetching the next pass -------------------------------------- */
@@ -223,29 +181,54 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
                      float *dst)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    const int64_t mr = bl->mr, nr = bl->nr;
+    const cg_kernel_context *k = cg_kernels();
+    const int64_t mr = bl->mr, nr = bl->nr, fp32 = plan->dtype_size == sizeof(float);
     const int64_t m = blk->co_last - blk->co_first, row_len = plan->row_len;
-    const int64_t cols = blk->col_last - blk->col_first, nc = min64(bl->nc, cols);
-    const int64_t calls = (cols + nr - 1) / nr * ((m + mr - 1) / mr); /* kernel calls a pass */
+    const int64_t c0 = blk->col_first, c1 = blk->col_last, seg = segment_width(plan);
+    const int64_t calls = (c1 - c0 + nr - 1) / nr * ((m + mr - 1) / mr); /* kernel calls a pass */
+    int64_t s0, s1;
+    segments_of(plan, c0, c1, &s0, &s1);
     float *a = scratch, *b = a + kc * round_up(m, mr);
+    int64_t *ints = (int64_t *)(b + kc * nr);
+    const int64_t per_table = kc * (1 + s1 - s0);
+    const tables tb = {ints, ints + per_table, ints + 2 * per_table, kc};
     for (int64_t g = blk->group_first; g < blk->group_last; g++) {
         float *dst_g = dst + (g - blk->group_first) * m * row_len;
         for (int64_t r0 = first; r0 < last; r0 += kc) {
             const int64_t kb = min64(kc, last - r0);
             const float step_beta = r0 == first ? beta : 1.0f;
             prefetcher next = prefetch_pass(plan, dy, x, r0 + kb, min64(kc, last - r0 - kb), calls);
-            pack_dy_panels(plan, dy, g * plan->cout_g + blk->co_first, m, r0, kb, mr, a);
-            for (int64_t c0 = blk->col_first; c0 < blk->col_last; c0 += nc) {
-                const int64_t w = min64(nc, blk->col_last - c0);
-                pack_x_panels(plan, x, g, c0, w, r0, kb, nr, b);
-                for (int64_t j = 0; j < w; j += nr)
-                    for (int64_t i = 0; i < m; i += mr) {
-                        const char *from, *to;
-                        prefetch_share(&next, &from, &to);
-                        bl->kernel((int)min64(mr, m - i), (int)min64(nr, w - j), (int)kb,
-                                   a + i * kb, b + j * kb, step_beta, dst_g + i * row_len + c0 + j,
-                                   (int)row_len, from, to);
-                    }
+            /* A: dy's channels of the block, one table row a row of the sum */
+            for (int64_t t = 0; t < kb; t++)
+                set_row(&tb, 0, t, (r0 + t) * plan->cout + g * plan->cout_g + blk->co_first, 0, m);
+            const cg_pack_rows dy_rows = rows_of(&tb, 0);
+            for (int64_t i = 0; i < m; i += mr) {
+                if (fp32)
+                    k->pack_rows(a + i * kb, mr, kb, mr, dy, &dy_rows, i);
+                else
+                    k->pack_rows_f16(a + i * kb, mr, kb, mr, dy, &dy_rows, i);
+            }
+            make_x_tables(plan, g, s0, s1, r0, kb, &tb);
+            for (int64_t j = c0; j < c1; j += nr) {
+                const int64_t w = min64(nr, c1 - j);
+                /* B: columns [j, j + w), a pack_rows call per segment they cross */
+                for (int64_t sg = j / seg; sg * seg < j + w; sg++) {
+                    const int64_t lo = sg * seg > j ? sg * seg : j,
+                                  hi = min64(j + w, (sg + 1) * seg);
+                    const cg_pack_rows rows = rows_of(&tb, 1 + sg - s0);
+                    if (fp32)
+                        k->pack_rows(b + (lo - j), nr, kb, hi - lo, x, &rows, lo - sg * seg);
+                    else
+                        k->pack_rows_f16(b + (lo - j), nr, kb, hi - lo, x, &rows, lo - sg * seg);
+                }
+                if (w < nr)
+                    k->pack_rows(b + w, nr, kb, nr - w, NULL, NULL, 0);
+                for (int64_t i = 0; i < m; i += mr) {
+                    const char *from, *to;
+                    prefetch_share(&next, &from, &to);
+                    bl->kernel((int)min64(mr, m - i), (int)w, (int)kb, a + i * kb, b, step_beta,
+                               dst_g + i * row_len + j, (int)row_len, from, to);
+                }
             }
         }
     }

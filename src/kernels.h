@@ -22,7 +22,7 @@ typedef struct cg_dw_block {
 int64_t cg_general_rows_per_pass(const cg_dw_block *blk, int64_t rows);
 
 /* Scratch cg_general_rows needs with passes of `kc` rows, in floats. */
-int64_t cg_general_scratch_floats(int64_t kc, const cg_dw_block *blk);
+int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t kc, const cg_dw_block *blk);
 
 /* For each group g of blk, in turn: dst[co - co_first][k] (ld row_len) =
  * (beta ? dst : 0) + sum over rows of dy[row][g*cout_g + co] *

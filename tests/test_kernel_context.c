@@ -61,8 +61,9 @@ static const cg_kernel_entry *entry_named(const char *name)
     return NULL;
 }
 
-static const char *const slots[] = {"gemm_panel",     "pack_run",     "pack_run_f16", "dwconv_rows",
-                                    "dwconv3x3_rows", "dwconv_pixel", "f16_to_f32",   "f32_to_f16"};
+static const char *const slots[] = {"gemm_panel",  "pack_rows",      "pack_rows_f16",
+                                    "dwconv_rows", "dwconv3x3_rows", "dwconv_pixel",
+                                    "f16_to_f32",  "f32_to_f16"};
 
 /* Whether the cap and the CPU allow a line. */
 static int allowed(const cg_kernel_entry *e, cg_isa isa)

@@ -101,65 +101,67 @@ static void check_gemm_panel(cg_gemm_panel_fn *fn, const char *name, cg_isa isa,
                 }
 }
 
-/* ---- pack_run, pack_run_f16 ----------------------------------------- */
+/* ---- pack_rows, pack_rows_f16 --------------------------------------- */
 
-/* Runs of every length up to a few panels, from every column of a step
- * and into every room left, into panels of the kernel's vector width and
- * of odd widths: each run lands in order across the panels' steps (zeros
- * for a NULL source, fp16 sources converted), nothing else written, the
- * cursor left past it. Exactly one of f32 and f16 is the kernel. */
-static void check_runs(cg_pack_run_fn *f32, cg_pack_run_f16_fn *f16, const char *name, int nr)
+/* Steps of every kind a packer asks for: segments wholly inside, cut on
+ * either side, wholly padding; windows [a, a + n) over the segment from
+ * every offset and of every width up to a few vectors past the panel
+ * width nr; a zeros-only call (fp32). Every float of each step's first n
+ * must be the segment's column (or zero outside [lo, hi)); the rest of the
+ * panel, canaries, untouched. Exactly one of f32 and f16 is the kernel. */
+static void check_rows(cg_pack_rows_fn *f32, cg_pack_rows_f16_fn *f16, const char *name, int nr)
 {
-    enum { KB = 3, STEP = 1, MOST = 150 };
-    const int widths[] = {1, 5, nr, 2 * nr + 3, 48};
-    float src[MOST], panels[(MOST + 2) * KB * 2 + 64];
-    uint16_t halves[MOST];
-    for (int i = 0; i < MOST; i++) {
-        src[i] = (float)(i + 1); /* small integers: exact in fp16 */
+    enum { KB = 7, SEG = 70, SRC = KB * SEG + 64 };
+    const int width = 2 * nr + 5;
+    static float src[SRC], dst[KB * 128];
+    static uint16_t halves[SRC];
+    for (int i = 0; i < SRC; i++) {
+        src[i] = (float)(i % 1000 + 1); /* integers up to 1000: exact in fp16 */
         halves[i] = ref_float_to_half(src[i]);
     }
-    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++) {
-        const int w = widths[wi];
-        for (int start = 0; start < w; start++)
-            for (int n = 0; n <= MOST && start + n <= 2 * w + 70; n++)
-                for (int zeros = 0; zeros < (f32 ? 2 : 1); zeros++) {
-                    const int floats = ((start + n) / w + 1) * KB * w;
-                    for (int e = 0; e < floats; e++)
-                        panels[e] = CANARY;
-                    cg_panel_cursor cur = {panels + STEP * w + start, w - start, w, (KB - 1) * w};
-                    if (f32)
-                        f32(&cur, zeros ? NULL : src, n);
-                    else
-                        f16(&cur, halves, n);
-                    for (int e = 0; e < floats; e++) {
-                        const int panel = e / (KB * w), step = e / w % KB, col = e % w;
-                        const int at = panel * w + col - start; /* the run's element here */
-                        const int written = step == STEP && at >= 0 && at < n;
-                        const float want = !written ? CANARY : zeros ? 0.0f : src[at];
-                        cr_assert(memcmp(&panels[e], &want, sizeof want) == 0,
-                                  "%s: width %d start %d n %d%s: float %d (panel %d, step %d, "
-                                  "column %d) is %g, want %g",
-                                  name, w, start, n, zeros ? " (zeros)" : "", e, panel, step, col,
-                                  panels[e], want);
-                    }
-                    const int end = start + n; /* where the cursor must be */
-                    float *want_at = panels + (end / w) * KB * w + STEP * w + end % w;
-                    cr_assert(cur.at == want_at && cur.room == w - end % w,
-                              "%s: width %d start %d n %d: the cursor is off", name, w, start, n);
-                }
+    /* step t: segment at t*SEG + 3, inside [lo, hi) */
+    const int64_t lo_of[KB] = {0, 5, 0, 17, 0, 30, 0}, hi_of[KB] = {SEG, SEG, 40, 50, 0, 31, SEG};
+    int64_t at[KB], lo[KB], hi[KB];
+    for (int t = 0; t < KB; t++) {
+        at[t] = t * SEG + 3;
+        lo[t] = lo_of[t];
+        hi[t] = hi_of[t];
     }
+    const cg_pack_rows rows = {at, lo, hi};
+    for (int zeros = 0; zeros < (f32 ? 2 : 1); zeros++)
+        for (int64_t a = 0; a + 1 < SEG; a += zeros ? 23 : 1)
+            for (int64_t n = 0; n <= width && a + n <= SEG; n++) {
+                for (int e = 0; e < KB * width + 16; e++)
+                    dst[e] = CANARY;
+                if (f32)
+                    f32(dst, width, KB, n, zeros ? NULL : src, zeros ? NULL : &rows, a);
+                else
+                    f16(dst, width, KB, n, halves, &rows, a);
+                for (int e = 0; e < KB * width + 16; e++) {
+                    const int t = e / width, j = e % width;
+                    const int64_t col = a + j;
+                    float want = CANARY;
+                    if (t < KB && j < n)
+                        want = !zeros && col >= lo[t] && col < hi[t] ? src[at[t] + col] : 0.0f;
+                    cr_assert(memcmp(&dst[e], &want, sizeof want) == 0,
+                              "%s: a %lld n %lld%s: step %d column %d is %g, want %g", name,
+                              (long long)a, (long long)n, zeros ? " (zeros)" : "", t, j, dst[e],
+                              want);
+                }
+            }
 }
 
-static void check_pack_run(cg_pack_run_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+static void check_pack_rows(cg_pack_rows_fn *fn, const char *name, cg_isa isa, int mr, int nr)
 {
     (void)isa, (void)mr;
-    check_runs(fn, NULL, name, nr);
+    check_rows(fn, NULL, name, nr);
 }
 
-static void check_pack_run_f16(cg_pack_run_f16_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+static void check_pack_rows_f16(cg_pack_rows_f16_fn *fn, const char *name, cg_isa isa, int mr,
+                                int nr)
 {
     (void)isa, (void)mr;
-    check_runs(NULL, fn, name, nr);
+    check_rows(NULL, fn, name, nr);
 }
 
 /* ---- dwconv_rows, dwconv3x3_rows ----------------------------------------------------- */

@@ -41,22 +41,20 @@ enum {
 typedef void cg_gemm_panel_fn(int m, int n, int k, const float *a, const float *b, float beta,
                               float *c, int ldc, const char *prefetch, const char *prefetch_end);
 
-/* Where a packer puts the next column of one step of a set of panels (see
- * src/kernels.c): `at`, with `room` columns left in this panel's step;
- * after them the step goes on `jump` floats further, in the next panel,
- * `width` columns wide. */
-typedef struct cg_panel_cursor {
-    float *at;
-    int64_t room, width, jump;
-} cg_panel_cursor;
+/* The packers' rows: step t of a panel reads a segment of a tensor (a
+ * kernel row or a tap of an im2col row, or a row of dy) whose column `col`
+ * is element at[t] + col, and is zero outside [lo[t], hi[t]) (padding). */
+typedef struct cg_pack_rows {
+    const int64_t *at, *lo, *hi;
+} cg_pack_rows;
 
-/* The next n columns of the cursor's step: src[0, n), or zeros where src is
- * NULL; the cursor moves past them. */
-typedef void cg_pack_run_fn(cg_panel_cursor *cur, const float *src, int64_t n);
-
-/* The same from n IEEE binary16 values (raw bits, unaligned), converted to
- * float on the way: the packers' fp16 tensors read once. */
-typedef void cg_pack_run_f16_fn(cg_panel_cursor *cur, const void *src_halves, int64_t n);
+/* dst[t*width + j] = segment t's column a + j, for t < kb, j < n <= width;
+ * nothing else written. src is fp32 (pack_rows) or IEEE binary16 raw bits
+ * (pack_rows_f16, converted on the way); src NULL (fp32 only): zeros. */
+typedef void cg_pack_rows_fn(float *dst, int64_t width, int64_t kb, int64_t n, const float *src,
+                             const cg_pack_rows *rows, int64_t a);
+typedef void cg_pack_rows_f16_fn(float *dst, int64_t width, int64_t kb, int64_t n,
+                                 const void *src_halves, const cg_pack_rows *rows, int64_t a);
 
 /* Depthwise weight gradient over rows [first, last) of the sum, channels
  * [c_first, c_last): dst[c - c_first][tap] = sum of dy[row][c] *

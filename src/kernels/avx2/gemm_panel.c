@@ -95,13 +95,14 @@ void cg_f32_gemm_panel_avx2_12x16(int m, int n, int k, const float *a, const flo
             prefetch_end);
 }
 
-/* Packing runs: whole vectors, then one masked (masked-off lanes of a
- * maskload do not fault, so the run may end at the end of a page); fp16
- * converted on the way (F16C), its last few values through a copy. */
-__attribute__((target("avx2,f16c"))) static ALWAYS_INLINE __m256 load_run(const void *src,
-                                                                          int64_t i, int64_t lanes,
-                                                                          __m256i mask,
-                                                                          const int halves)
+/* Packing rows: per step, zeros, the part of the segment inside [lo, hi),
+ * zeros; whole vectors, then one masked (masked-off lanes of a maskload do
+ * not fault, so a segment may end at the end of a page); fp16 converted on
+ * the way (F16C), its last few values through a copy. */
+#define AVX2_F16C __attribute__((target("avx2,f16c")))
+
+AVX2_F16C static ALWAYS_INLINE __m256 load8(const void *src, int64_t i, int64_t lanes, __m256i mask,
+                                            const int halves)
 {
     if (!halves)
         return lanes == 8 ? _mm256_loadu_ps((const float *)src + i)
@@ -115,43 +116,47 @@ __attribute__((target("avx2,f16c"))) static ALWAYS_INLINE __m256 load_run(const 
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
 }
 
-__attribute__((target("avx2,f16c"))) static ALWAYS_INLINE void
-pack_run(cg_panel_cursor *cur, const void *src, int64_t n, const int halves)
+/* d[j] = src ? src[i + j] : 0 for j in [j0, j1). */
+AVX2_F16C static ALWAYS_INLINE void copy8(float *d, int64_t j0, int64_t j1, const void *src,
+                                          int64_t i, const int halves)
 {
-    float *at = cur->at;
-    int64_t room = cur->room;
-    const size_t bytes = halves ? 2 : 4;
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), all = _mm256_set1_epi32(-1);
-    while (n > 0) {
-        const int64_t len = n < room ? n : room;
-        int64_t i = 0;
-        for (; i + 8 <= len; i += 8)
-            _mm256_storeu_ps(at + i, src ? load_run(src, i, 8, all, halves) : _mm256_setzero_ps());
-        if (i < len) {
-            const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(len - i)), lane);
-            _mm256_maskstore_ps(
-                at + i, mask, src ? load_run(src, i, len - i, mask, halves) : _mm256_setzero_ps());
-        }
-        src = src ? (const char *)src + (size_t)len * bytes : NULL;
-        n -= len;
-        at += len;
-        if ((room -= len) == 0) {
-            at += cur->jump;
-            room = cur->width;
-        }
+    int64_t j = j0;
+    for (; j + 8 <= j1; j += 8)
+        _mm256_storeu_ps(d + j, src ? load8(src, i + j, 8, all, halves) : _mm256_setzero_ps());
+    if (j < j1) {
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(j1 - j)), lane);
+        _mm256_maskstore_ps(d + j, mask,
+                            src ? load8(src, i + j, j1 - j, mask, halves) : _mm256_setzero_ps());
     }
-    cur->at = at;
-    cur->room = room;
 }
 
-__attribute__((target("avx2,f16c"))) void cg_f32_pack_run_avx2(cg_panel_cursor *cur,
-                                                               const float *src, int64_t n)
+AVX2_F16C static ALWAYS_INLINE void pack_rows(float *dst, int64_t width, int64_t kb, int64_t n,
+                                              const void *src, const cg_pack_rows *rows, int64_t a,
+                                              const int halves)
 {
-    pack_run(cur, src, n, 0);
+    for (int64_t t = 0; t < kb; t++, dst += width) {
+        if (!src) {
+            copy8(dst, 0, n, NULL, 0, halves);
+            continue;
+        }
+        int64_t j0 = rows->lo[t] - a, j1 = rows->hi[t] - a;
+        j0 = j0 < 0 ? 0 : j0 > n ? n : j0;
+        j1 = j1 < j0 ? j0 : j1 > n ? n : j1;
+        copy8(dst, 0, j0, NULL, 0, halves);
+        copy8(dst, j0, j1, src, rows->at[t] + a, halves);
+        copy8(dst, j1, n, NULL, 0, halves);
+    }
 }
 
-__attribute__((target("avx2,f16c"))) void cg_f16_pack_run_f16c(cg_panel_cursor *cur,
-                                                               const void *src_halves, int64_t n)
+AVX2_F16C void cg_f32_pack_rows_avx2(float *dst, int64_t width, int64_t kb, int64_t n,
+                                     const float *src, const cg_pack_rows *rows, int64_t a)
 {
-    pack_run(cur, src_halves, n, 1);
+    pack_rows(dst, width, kb, n, src, rows, a, 0);
+}
+
+AVX2_F16C void cg_f16_pack_rows_f16c(float *dst, int64_t width, int64_t kb, int64_t n,
+                                     const void *src_halves, const cg_pack_rows *rows, int64_t a)
+{
+    pack_rows(dst, width, kb, n, src_halves, rows, a, 1);
 }

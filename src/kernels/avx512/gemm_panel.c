@@ -101,53 +101,61 @@ void cg_f32_gemm_panel_avx512_24x48(int m, int n, int k, const float *a, const f
             prefetch_end);
 }
 
-/* Packing runs: whole vectors, then one masked (masked-off lanes of a load
- * do not fault, so the run may end at the end of a page); fp16 converted on
- * the way. */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static ALWAYS_INLINE __m512
-load_run(const void *src, int64_t i, __mmask16 mask, const int halves)
+/* Packing rows: per step, zeros, the part of the segment inside [lo, hi),
+ * zeros; whole vectors, then one masked (masked-off lanes of a load do not
+ * fault, so a segment may end at the end of a page); fp16 converted on the
+ * way. */
+#define AVX512_FBWVL __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+AVX512_FBWVL static ALWAYS_INLINE __m512 load16(const void *src, int64_t i, __mmask16 mask,
+                                                const int halves)
 {
     if (halves)
         return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, (const uint16_t *)src + i));
     return _mm512_maskz_loadu_ps(mask, (const float *)src + i);
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static ALWAYS_INLINE void
-pack_run(cg_panel_cursor *cur, const void *src, int64_t n, const int halves)
+/* d[j] = src ? src[i + j] : 0 for j in [j0, j1). */
+AVX512_FBWVL static ALWAYS_INLINE void copy16(float *d, int64_t j0, int64_t j1, const void *src,
+                                              int64_t i, const int halves)
 {
-    float *at = cur->at;
-    int64_t room = cur->room;
-    const size_t bytes = halves ? 2 : 4;
-    while (n > 0) {
-        const int64_t len = n < room ? n : room;
-        int64_t i = 0;
-        for (; i + 16 <= len; i += 16)
-            _mm512_storeu_ps(at + i, src ? load_run(src, i, 0xFFFF, halves) : _mm512_setzero_ps());
-        if (i < len) {
-            const __mmask16 mask = (__mmask16)((1u << (len - i)) - 1u);
-            _mm512_mask_storeu_ps(at + i, mask,
-                                  src ? load_run(src, i, mask, halves) : _mm512_setzero_ps());
-        }
-        src = src ? (const char *)src + (size_t)len * bytes : NULL;
-        n -= len;
-        at += len;
-        if ((room -= len) == 0) {
-            at += cur->jump;
-            room = cur->width;
-        }
+    int64_t j = j0;
+    for (; j + 16 <= j1; j += 16)
+        _mm512_storeu_ps(d + j, src ? load16(src, i + j, 0xFFFF, halves) : _mm512_setzero_ps());
+    if (j < j1) {
+        const __mmask16 mask = (__mmask16)((1u << (j1 - j)) - 1u);
+        _mm512_mask_storeu_ps(d + j, mask,
+                              src ? load16(src, i + j, mask, halves) : _mm512_setzero_ps());
     }
-    cur->at = at;
-    cur->room = room;
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void
-cg_f32_pack_run_avx512(cg_panel_cursor *cur, const float *src, int64_t n)
+AVX512_FBWVL static ALWAYS_INLINE void pack_rows(float *dst, int64_t width, int64_t kb, int64_t n,
+                                                 const void *src, const cg_pack_rows *rows,
+                                                 int64_t a, const int halves)
 {
-    pack_run(cur, src, n, 0);
+    for (int64_t t = 0; t < kb; t++, dst += width) {
+        if (!src) {
+            copy16(dst, 0, n, NULL, 0, halves);
+            continue;
+        }
+        int64_t j0 = rows->lo[t] - a, j1 = rows->hi[t] - a;
+        j0 = j0 < 0 ? 0 : j0 > n ? n : j0;
+        j1 = j1 < j0 ? j0 : j1 > n ? n : j1;
+        copy16(dst, 0, j0, NULL, 0, halves);
+        copy16(dst, j0, j1, src, rows->at[t] + a, halves);
+        copy16(dst, j1, n, NULL, 0, halves);
+    }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void
-cg_f16_pack_run_avx512(cg_panel_cursor *cur, const void *src_halves, int64_t n)
+AVX512_FBWVL void cg_f32_pack_rows_avx512(float *dst, int64_t width, int64_t kb, int64_t n,
+                                          const float *src, const cg_pack_rows *rows, int64_t a)
 {
-    pack_run(cur, src_halves, n, 1);
+    pack_rows(dst, width, kb, n, src, rows, a, 0);
+}
+
+AVX512_FBWVL void cg_f16_pack_rows_avx512(float *dst, int64_t width, int64_t kb, int64_t n,
+                                          const void *src_halves, const cg_pack_rows *rows,
+                                          int64_t a)
+{
+    pack_rows(dst, width, kb, n, src_halves, rows, a, 1);
 }

@@ -23,29 +23,33 @@ void cg_f32_gemm_panel_ref_8x16(int m, int n, int k, const float *a, const float
     }
 }
 
-void cg_f32_pack_run_ref(cg_panel_cursor *cur, const float *src, int64_t n)
+static float column(const void *src, int halves, const cg_pack_rows *rows, int64_t t, int64_t col)
 {
-    while (n > 0) {
-        const int64_t len = n < cur->room ? n : cur->room;
-        for (int64_t i = 0; i < len; i++)
-            cur->at[i] = src ? src[i] : 0.0f;
-        src = src ? src + len : NULL;
-        n -= len;
-        cur->at += len;
-        if ((cur->room -= len) == 0) {
-            cur->at += cur->jump;
-            cur->room = cur->width;
-        }
-    }
+    if (!src || col < rows->lo[t] || col >= rows->hi[t])
+        return 0.0f;
+    if (!halves)
+        return ((const float *)src)[rows->at[t] + col];
+    float f;
+    cg_f16_to_f32_ref(&f, (const unsigned char *)src + 2 * (rows->at[t] + col), 1);
+    return f;
 }
 
-void cg_f16_pack_run_ref(cg_panel_cursor *cur, const void *src_halves, int64_t n)
+static void pack_rows(float *dst, int64_t width, int64_t kb, int64_t n, const void *src, int halves,
+                      const cg_pack_rows *rows, int64_t a)
 {
-    float converted[64];
-    const unsigned char *src = src_halves;
-    for (int64_t done = 0; done < n; done += 64) {
-        const int64_t len = n - done < 64 ? n - done : 64;
-        cg_f16_to_f32_ref(converted, src + 2 * done, (size_t)len);
-        cg_f32_pack_run_ref(cur, converted, len);
-    }
+    for (int64_t t = 0; t < kb; t++)
+        for (int64_t j = 0; j < n; j++)
+            dst[t * width + j] = column(src, halves, rows, t, a + j);
+}
+
+void cg_f32_pack_rows_ref(float *dst, int64_t width, int64_t kb, int64_t n, const float *src,
+                          const cg_pack_rows *rows, int64_t a)
+{
+    pack_rows(dst, width, kb, n, src, 0, rows, a);
+}
+
+void cg_f16_pack_rows_ref(float *dst, int64_t width, int64_t kb, int64_t n, const void *src_halves,
+                          const cg_pack_rows *rows, int64_t a)
+{
+    pack_rows(dst, width, kb, n, src_halves, 1, rows, a);
 }
