@@ -202,12 +202,10 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
             for (int64_t t = 0; t < kb; t++)
                 set_row(&tb, 0, t, (r0 + t) * plan->cout + g * plan->cout_g + blk->co_first, 0, m);
             const cg_pack_rows dy_rows = rows_of(&tb, 0);
-            for (int64_t i = 0; i < m; i += mr) {
-                if (fp32)
-                    k->pack_rows(a + i * kb, mr, kb, mr, dy, &dy_rows, i);
-                else
-                    k->pack_rows_f16(a + i * kb, mr, kb, mr, dy, &dy_rows, i);
-            }
+            if (fp32)
+                k->pack_rows(a, mr, kb, round_up(m, mr), dy, &dy_rows, 0);
+            else
+                k->pack_rows_f16(a, mr, kb, round_up(m, mr), dy, &dy_rows, 0);
             make_x_tables(plan, g, s0, s1, r0, kb, &tb);
             for (int64_t j = c0; j < c1; j += nr) {
                 const int64_t w = min64(nr, c1 - j);

@@ -105,15 +105,15 @@ static void check_gemm_panel(cg_gemm_panel_fn *fn, const char *name, cg_isa isa,
 
 /* Steps of every kind a packer asks for: segments wholly inside, cut on
  * either side, wholly padding; windows [a, a + n) over the segment from
- * every offset and of every width up to a few vectors past the panel
- * width nr; a zeros-only call (fp32). Every float of each step's first n
- * must be the segment's column (or zero outside [lo, hi)); the rest of the
- * panel, canaries, untouched. Exactly one of f32 and f16 is the kernel. */
+ * every offset and of every width up to three panels of a width a few
+ * vectors past nr; a zeros-only call (fp32). Each of the n columns must be
+ * the segment's (or zero outside [lo, hi)) at its place in its panel; the
+ * rest, canaries, untouched. Exactly one of f32 and f16 is the kernel. */
 static void check_rows(cg_pack_rows_fn *f32, cg_pack_rows_f16_fn *f16, const char *name, int nr)
 {
     enum { KB = 7, SEG = 70, SRC = KB * SEG + 64 };
     const int width = 2 * nr + 5;
-    static float src[SRC], dst[KB * 128];
+    static float src[SRC], dst[3 * KB * 40 + 16];
     static uint16_t halves[SRC];
     for (int i = 0; i < SRC; i++) {
         src[i] = (float)(i % 1000 + 1); /* integers up to 1000: exact in fp16 */
@@ -130,23 +130,24 @@ static void check_rows(cg_pack_rows_fn *f32, cg_pack_rows_f16_fn *f16, const cha
     const cg_pack_rows rows = {at, lo, hi};
     for (int zeros = 0; zeros < (f32 ? 2 : 1); zeros++)
         for (int64_t a = 0; a + 1 < SEG; a += zeros ? 23 : 1)
-            for (int64_t n = 0; n <= width && a + n <= SEG; n++) {
-                for (int e = 0; e < KB * width + 16; e++)
+            for (int64_t n = 0; n <= 3 * width && a + n <= SEG; n++) {
+                const int64_t panels = (n + width - 1) / width;
+                for (int64_t e = 0; e < panels * KB * width + 16; e++)
                     dst[e] = CANARY;
                 if (f32)
                     f32(dst, width, KB, n, zeros ? NULL : src, zeros ? NULL : &rows, a);
                 else
                     f16(dst, width, KB, n, halves, &rows, a);
-                for (int e = 0; e < KB * width + 16; e++) {
-                    const int t = e / width, j = e % width;
-                    const int64_t col = a + j;
+                for (int64_t e = 0; e < panels * KB * width + 16; e++) {
+                    const int64_t panel = e / (KB * width), t = e / width % KB;
+                    const int64_t j = panel * width + e % width, col = a + j;
                     float want = CANARY;
-                    if (t < KB && j < n)
+                    if (panel < panels && j < n)
                         want = !zeros && col >= lo[t] && col < hi[t] ? src[at[t] + col] : 0.0f;
                     cr_assert(memcmp(&dst[e], &want, sizeof want) == 0,
-                              "%s: a %lld n %lld%s: step %d column %d is %g, want %g", name,
-                              (long long)a, (long long)n, zeros ? " (zeros)" : "", t, j, dst[e],
-                              want);
+                              "%s: a %lld n %lld%s: step %lld column %lld is %g, want %g", name,
+                              (long long)a, (long long)n, zeros ? " (zeros)" : "", (long long)t,
+                              (long long)j, dst[e], want);
                 }
             }
 }

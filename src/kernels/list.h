@@ -48,8 +48,11 @@ typedef struct cg_pack_rows {
     const int64_t *at, *lo, *hi;
 } cg_pack_rows;
 
-/* dst[t*width + j] = segment t's column a + j, for t < kb, j < n <= width;
- * nothing else written. src is fp32 (pack_rows) or IEEE binary16 raw bits
+/* Columns [a, a + n) of the kb steps' segments into panels `width` floats
+ * a step and kb steps long, one after the other: column a + j of step t at
+ * dst[(j / width) * kb * width + t * width + j % width], for j < n; nothing
+ * else written. A step at a time, across the panels, so each segment is
+ * read in order. src is fp32 (pack_rows) or IEEE binary16 raw bits
  * (pack_rows_f16, converted on the way); src NULL (fp32 only): zeros. */
 typedef void cg_pack_rows_fn(float *dst, int64_t width, int64_t kb, int64_t n, const float *src,
                              const cg_pack_rows *rows, int64_t a);

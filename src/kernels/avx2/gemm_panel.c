@@ -135,18 +135,21 @@ AVX2_F16C static ALWAYS_INLINE void pack_rows(float *dst, int64_t width, int64_t
                                               const void *src, const cg_pack_rows *rows, int64_t a,
                                               const int halves)
 {
-    for (int64_t t = 0; t < kb; t++, dst += width) {
-        if (!src) {
-            copy8(dst, 0, n, NULL, 0, halves);
-            continue;
+    for (int64_t t = 0; t < kb; t++)
+        for (int64_t q = 0; q < n; q += width) { /* panel q / width, columns [q, q + w) */
+            float *d = dst + q * kb + t * width;
+            const int64_t w = n - q < width ? n - q : width;
+            if (!src) {
+                copy8(d, 0, w, NULL, 0, halves);
+                continue;
+            }
+            int64_t j0 = rows->lo[t] - a - q, j1 = rows->hi[t] - a - q;
+            j0 = j0 < 0 ? 0 : j0 > w ? w : j0;
+            j1 = j1 < j0 ? j0 : j1 > w ? w : j1;
+            copy8(d, 0, j0, NULL, 0, halves);
+            copy8(d, j0, j1, src, rows->at[t] + a + q, halves);
+            copy8(d, j1, w, NULL, 0, halves);
         }
-        int64_t j0 = rows->lo[t] - a, j1 = rows->hi[t] - a;
-        j0 = j0 < 0 ? 0 : j0 > n ? n : j0;
-        j1 = j1 < j0 ? j0 : j1 > n ? n : j1;
-        copy8(dst, 0, j0, NULL, 0, halves);
-        copy8(dst, j0, j1, src, rows->at[t] + a, halves);
-        copy8(dst, j1, n, NULL, 0, halves);
-    }
 }
 
 AVX2_F16C void cg_f32_pack_rows_avx2(float *dst, int64_t width, int64_t kb, int64_t n,

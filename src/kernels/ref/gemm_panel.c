@@ -39,7 +39,8 @@ static void pack_rows(float *dst, int64_t width, int64_t kb, int64_t n, const vo
 {
     for (int64_t t = 0; t < kb; t++)
         for (int64_t j = 0; j < n; j++)
-            dst[t * width + j] = column(src, halves, rows, t, a + j);
+            dst[j / width * kb * width + t * width + j % width] =
+                column(src, halves, rows, t, a + j);
 }
 
 void cg_f32_pack_rows_ref(float *dst, int64_t width, int64_t kb, int64_t n, const float *src,
