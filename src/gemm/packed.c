@@ -152,8 +152,9 @@ static cg_isa openblas_isa(void)
 /* cg_gemm runs on the packed driver only where OpenBLAS's kernels are
  * narrower than the library's: an OpenBLAS that does not know the CPU falls
  * back to old kernels (Debian's 0.3.21 runs "Prescott" SSE3 on Xeon family 6
- * model 207, the CPU these figures come from: 1 core, GFLOP/s of the FMA
- * loop's 170). There the driver's 105-110 on the training step's shapes beat
+ * model 207, the CPU these figures come from, measured at 5f558de with the
+ * gemm kernel of that commit: 1 core, GFLOP/s of the FMA loop's 170). There
+ * the driver's 105-110 on the training step's shapes beat
  * OpenBLAS's 27-31 (3.4-3.6x); against OpenBLAS's own AVX-512 kernels
  * (OPENBLAS_CORETYPE=SkylakeX, measured for comparison only) it ran at
  * 0.77-0.83x of their 115-137, so where OpenBLAS knows the CPU it keeps the
