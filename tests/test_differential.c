@@ -1102,3 +1102,55 @@ Test(differential, replay, .timeout = TEST_TIMEOUT)
     cgt_result res = cgt_run_case(&c);
     cr_assert(res.ok, "replay %s\n  %s%s", spec, desc, res.msg);
 }
+
+/* The weight gradient's packed driver on its edges: sums of several passes
+ * with a short last one (a pass is 128 rows or more), output channels around
+ * the A panel's width (8, 12, 24) and around the register tiles' rows,
+ * im2col rows whose segments (kernel rows, or taps with dilation or groups)
+ * straddle the B micro-panels, padding cutting segments on both sides,
+ * rows long enough for `_s` on two cores to split dw's columns; fp32 and
+ * fp16, `_s` on one and two cores and `_p`, with a bias (sums staged) and
+ * without (fp32 sums added straight into out_dw). */
+Test(differential, packed_driver_edges, .timeout = TEST_TIMEOUT)
+{
+    /* clang-format off */
+    static const cgt_shape shapes[] = {
+        {.n = 2, .h = 14, .w = 15, .cin = 17, .cout = 25, .kh = 3, .kw = 3, .pu = 1, .pd = 1, .pl = 2, .pr = 1},
+        {.n = 3, .h = 9, .w = 13, .cin = 64, .cout = 23, .kh = 3, .kw = 3, .pu = 1, .pd = 1, .pl = 1, .pr = 1},
+        {.n = 2, .h = 12, .w = 11, .cin = 33, .cout = 49, .kh = 3, .kw = 3, .dh = 2, .dw = 2, .pu = 2, .pd = 2, .pl = 2, .pr = 2},
+        {.n = 2, .h = 16, .w = 9, .cin = 40, .cout = 26, .g = 2, .kh = 3, .kw = 2, .pu = 1, .pl = 1},
+        {.n = 1, .h = 31, .w = 29, .cin = 3, .cout = 13, .kh = 7, .kw = 7, .sh = 2, .sw = 2, .pu = 3, .pd = 3, .pl = 3, .pr = 3},
+        {.n = 4, .h = 10, .w = 10, .cin = 100, .cout = 8, .kh = 1, .kw = 1},
+        {.n = 2, .h = 11, .w = 12, .cin = 1, .cout = 1, .kh = 5, .kw = 3, .sh = 2, .sw = 1, .pu = 2, .pd = 2, .pl = 1, .pr = 1},
+    };
+    /* clang-format on */
+    static const struct {
+        cgt_mode mode;
+        int mask;
+    } runs[] = {{CGT_S_HOST, 0x1}, {CGT_S_HOST, 0x3}, {CGT_P_HOST, 0x1}};
+    int failures = 0;
+    char first[4096] = "";
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (int dt = 0; dt < 2; dt++)
+            for (size_t r = 0; r < sizeof runs / sizeof *runs; r++)
+                for (int bias = 0; bias < 2; bias++) {
+                    cgt_case c;
+                    memset(&c, 0, sizeof c);
+                    c.p = cgt_param(&shapes[i]);
+                    c.p.buffer_size_ = (int)cgt_min_buffer(&c.p, dt ? 2 : 4);
+                    c.dtype = dt ? CGT_FP16 : CGT_FP32;
+                    c.mode = runs[r].mode;
+                    c.core_mask = runs[r].mask;
+                    c.with_bias = bias;
+                    c.prefill = 1;
+                    c.seed =
+                        case_seed("packed_driver_edges", (int)(i * 12 + dt * 6 + r * 2 + bias));
+                    cgt_result res = cgt_run_case(&c);
+                    if (!res.ok && failures++ == 0) {
+                        char desc[1024];
+                        cgt_case_str(&c, desc, sizeof desc);
+                        snprintf(first, sizeof first, "%s%s", desc, res.msg);
+                    }
+                }
+    cr_assert_eq(failures, 0, "packed_driver_edges: %d failures; first: %s", failures, first);
+}
