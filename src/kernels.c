@@ -64,16 +64,31 @@ static void segments_of(const cg_plan *p, int64_t c0, int64_t c1, int64_t *s0, i
     *s1 = c1 > c0 ? (c1 - 1) / w + 1 : *s0;
 }
 
-/* A panels (a multiple of mr floats a step), one B micro-panel, and the
- * tables of dy's rows and of x's segments, for kc rows a pass. */
+/* Whether blk's groups are packed together: groups whose whole dw block
+ * fits one A panel and one B micro-panel (few channels a group) pack from
+ * one read of each row of dy and tap of x for all of them, each group's
+ * columns into its own panels, where a pass per group would pack a few
+ * floats a call. */
+static int groups_together(const cg_plan *p, const cg_dw_block *blk, const cg_gemm_blocking *bl)
+{
+    return blk->group_last - blk->group_first > 1 && blk->co_first == 0 &&
+           blk->co_last == p->cout_g && p->cout_g <= bl->mr && blk->col_first == 0 &&
+           blk->col_last == p->row_len && p->row_len <= bl->nr && !by_kernel_rows(p);
+}
+
+/* The A panels (a multiple of mr floats a step) and a B micro-panel, or each
+ * group's (groups_together), and the tables of dy's rows and of x's
+ * segments, for kc rows a pass. */
 int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t kc, const cg_dw_block *blk)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     int64_t s0, s1;
     segments_of(plan, blk->col_first, blk->col_last, &s0, &s1);
     const int64_t tables = 3 * kc * (1 + s1 - s0); /* int64s */
-    return kc * (round_up(blk->co_last - blk->co_first, bl->mr) + bl->nr) +
-           tables * (int64_t)(sizeof(int64_t) / sizeof(float));
+    const int64_t panels = groups_together(plan, blk, bl)
+                               ? (blk->group_last - blk->group_first) * (bl->mr + bl->nr)
+                               : round_up(blk->co_last - blk->co_first, bl->mr) + bl->nr;
+    return kc * panels + tables * (int64_t)(sizeof(int64_t) / sizeof(float));
 }
 
 /* Row t of segment s (relative to the first): at[s*kc + t], lo, hi. */
@@ -94,11 +109,12 @@ static void set_row(const tables *tb, int64_t s, int64_t t, int64_t at, int64_t 
     tb->hi[s * tb->kc + t] = hi > lo ? hi : lo;
 }
 
-/* Segments [s0, s1) of group g's im2col rows [first, first + kb), as table
- * rows 1.. (row 0 is dy's): a kernel row is x from (iy, ix0), cut where it
- * leaves the input; a tap is cin_g channels at one pixel, or padding. */
-static void make_x_tables(const cg_plan *p, int64_t g, int64_t s0, int64_t s1, int64_t first,
-                          int64_t kb, const tables *tb)
+/* Segments [s0, s1) of the im2col rows [first, first + kb), as table rows
+ * 1.. (row 0 is dy's): a kernel row is x from (iy, ix0), cut where it leaves
+ * the input; a tap is all of x's channels at one pixel (group g's are its
+ * columns g*cin_g...), or padding. One table serves every group. */
+static void make_x_tables(const cg_plan *p, int64_t s0, int64_t s1, int64_t first, int64_t kb,
+                          const tables *tb)
 {
     const int64_t w = segment_width(p), line = p->in_w * p->cin;
     const int by_kernel_row = by_kernel_rows(p);
@@ -107,8 +123,8 @@ static void make_x_tables(const cg_plan *p, int64_t g, int64_t s0, int64_t s1, i
         for (int64_t s = s0; s < s1; s++) {
             const int64_t row = 1 + s - s0;
             if (!by_kernel_row) {
-                const int64_t at = cg_x_index(p, &px, s / p->kernel_w, s % p->kernel_w, g * w);
-                set_row(tb, row, t, at < 0 ? 0 : at, 0, at < 0 ? 0 : w);
+                const int64_t at = cg_x_index(p, &px, s / p->kernel_w, s % p->kernel_w, 0);
+                set_row(tb, row, t, at < 0 ? 0 : at, 0, at < 0 ? 0 : p->cin);
                 continue;
             }
             const int64_t iy = px.oh * p->stride_h + s * p->dil_h - p->pad_u;
@@ -176,6 +192,51 @@ static void prefetch_share(prefetcher *pf, const char **from, const char **to)
     pf->at[i] = *to;
 }
 
+static cg_panel_layout panel_steps(int64_t width, int64_t kb)
+{
+    return (cg_panel_layout){width, width, kb * width};
+}
+
+/* One pass of groups_together: every group's A panel (its cout_g channels,
+ * zeros past them) and B micro-panel (its taps, zeros past row_len), then a
+ * kernel call a group. */
+static void together_pass(const cg_plan *plan, const void *dy, const void *x,
+                          const cg_dw_block *blk, int64_t s0, int64_t s1, int64_t kb,
+                          const tables *tb, float *a, float *b, float step_beta, float *dst,
+                          prefetcher *next)
+{
+    const cg_gemm_blocking *bl = cg_gemm_blocking_here();
+    const cg_kernel_context *k = cg_kernels();
+    const int64_t mr = bl->mr, nr = bl->nr, m = plan->cout_g, row_len = plan->row_len;
+    const int64_t groups = blk->group_last - blk->group_first, g0 = blk->group_first;
+    const cg_pack_rows dy_rows = rows_of(tb, 0);
+    const cg_panel_layout a_groups = {mr, m, kb * mr}, a_rest = {mr, mr - m, kb * mr};
+    const cg_panel_layout b_groups = {nr, plan->cin_g, kb * nr},
+                          b_rest = {nr, nr - row_len, kb * nr};
+    if (m < mr)
+        k->pack_rows(a + m, &a_rest, kb, groups * (mr - m), NULL, NULL, 0);
+    if (row_len < nr)
+        k->pack_rows(b + row_len, &b_rest, kb, groups * (nr - row_len), NULL, NULL, 0);
+    if (plan->dtype_size == sizeof(float))
+        k->pack_rows(a, &a_groups, kb, groups * m, dy, &dy_rows, g0 * m);
+    else
+        k->pack_rows_f16(a, &a_groups, kb, groups * m, dy, &dy_rows, g0 * m);
+    for (int64_t s = s0; s < s1; s++) { /* tap s: every group's cin_g channels */
+        const cg_pack_rows rows = rows_of(tb, 1 + s - s0);
+        const int64_t at = g0 * plan->cin_g, n = groups * plan->cin_g;
+        if (plan->dtype_size == sizeof(float))
+            k->pack_rows(b + s * plan->cin_g, &b_groups, kb, n, x, &rows, at);
+        else
+            k->pack_rows_f16(b + s * plan->cin_g, &b_groups, kb, n, x, &rows, at);
+    }
+    for (int64_t g = 0; g < groups; g++) {
+        const char *from, *to;
+        prefetch_share(next, &from, &to);
+        bl->kernel((int)m, (int)row_len, (int)kb, a + g * kb * mr, b + g * kb * nr, step_beta,
+                   dst + g * m * row_len, (int)row_len, from, to);
+    }
+}
+
 void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const cg_dw_block *blk,
                      int64_t first, int64_t last, int64_t kc, float *scratch, float beta,
                      float *dst)
@@ -185,28 +246,40 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
     const int64_t mr = bl->mr, nr = bl->nr, fp32 = plan->dtype_size == sizeof(float);
     const int64_t m = blk->co_last - blk->co_first, row_len = plan->row_len;
     const int64_t c0 = blk->col_first, c1 = blk->col_last, seg = segment_width(plan);
-    const int64_t calls = (c1 - c0 + nr - 1) / nr * ((m + mr - 1) / mr); /* kernel calls a pass */
+    const int64_t groups = blk->group_last - blk->group_first;
+    const int64_t calls = groups * ((c1 - c0 + nr - 1) / nr) * ((m + mr - 1) / mr); /* a pass */
+    const int together = groups_together(plan, blk, bl);
     int64_t s0, s1;
     segments_of(plan, c0, c1, &s0, &s1);
-    float *a = scratch, *b = a + kc * round_up(m, mr);
-    int64_t *ints = (int64_t *)(b + kc * nr);
+    float *a = scratch, *b = a + kc * (together ? groups * mr : round_up(m, mr));
+    int64_t *ints = (int64_t *)(b + kc * (together ? groups * nr : nr));
     const int64_t per_table = kc * (1 + s1 - s0);
     const tables tb = {ints, ints + per_table, ints + 2 * per_table, kc};
-    for (int64_t g = blk->group_first; g < blk->group_last; g++) {
-        float *dst_g = dst + (g - blk->group_first) * m * row_len;
-        for (int64_t r0 = first; r0 < last; r0 += kc) {
-            const int64_t kb = min64(kc, last - r0);
-            const float step_beta = r0 == first ? beta : 1.0f;
-            prefetcher next = prefetch_pass(plan, dy, x, r0 + kb, min64(kc, last - r0 - kb), calls);
-            /* A: dy's channels of the block, one table row a row of the sum */
-            for (int64_t t = 0; t < kb; t++)
-                set_row(&tb, 0, t, (r0 + t) * plan->cout + g * plan->cout_g + blk->co_first, 0, m);
-            const cg_pack_rows dy_rows = rows_of(&tb, 0);
+    for (int64_t r0 = first; r0 < last; r0 += kc) {
+        const int64_t kb = min64(kc, last - r0);
+        const float step_beta = r0 == first ? beta : 1.0f;
+        prefetcher next = prefetch_pass(plan, dy, x, r0 + kb, min64(kc, last - r0 - kb), calls);
+        /* a table row a row of the sum: dy's row, then x's segments */
+        for (int64_t t = 0; t < kb; t++)
+            set_row(&tb, 0, t, (r0 + t) * plan->cout + blk->co_first, 0, plan->cout);
+        make_x_tables(plan, s0, s1, r0, kb, &tb);
+        if (together) {
+            together_pass(plan, dy, x, blk, s0, s1, kb, &tb, a, b, step_beta, dst, &next);
+            continue;
+        }
+        const cg_pack_rows dy_rows = rows_of(&tb, 0);
+        const cg_panel_layout a_panels = panel_steps(mr, kb), b_panel = panel_steps(nr, kb);
+        if (m % mr) /* the last A panel's rows past m: zero for the pass, every group */
+            k->pack_rows(a + m / mr * kb * mr + m % mr, &a_panels, kb, mr - m % mr, NULL, NULL, 0);
+        for (int64_t g = blk->group_first; g < blk->group_last; g++) {
+            float *dst_g = dst + (g - blk->group_first) * m * row_len;
+            /* A: the block's channels of group g */
             if (fp32)
-                k->pack_rows(a, mr, kb, round_up(m, mr), dy, &dy_rows, 0);
+                k->pack_rows(a, &a_panels, kb, m, dy, &dy_rows, g * plan->cout_g);
             else
-                k->pack_rows_f16(a, mr, kb, round_up(m, mr), dy, &dy_rows, 0);
-            make_x_tables(plan, g, s0, s1, r0, kb, &tb);
+                k->pack_rows_f16(a, &a_panels, kb, m, dy, &dy_rows, g * plan->cout_g);
+            /* a tap's columns of group g start at g*cin_g in x's channels */
+            const int64_t group_at = by_kernel_rows(plan) ? 0 : g * plan->cin_g;
             for (int64_t j = c0; j < c1; j += nr) {
                 const int64_t w = min64(nr, c1 - j);
                 /* B: columns [j, j + w), a pack_rows call per segment they cross */
@@ -214,13 +287,14 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
                     const int64_t lo = sg * seg > j ? sg * seg : j,
                                   hi = min64(j + w, (sg + 1) * seg);
                     const cg_pack_rows rows = rows_of(&tb, 1 + sg - s0);
+                    const int64_t at = group_at + lo - sg * seg;
                     if (fp32)
-                        k->pack_rows(b + (lo - j), nr, kb, hi - lo, x, &rows, lo - sg * seg);
+                        k->pack_rows(b + (lo - j), &b_panel, kb, hi - lo, x, &rows, at);
                     else
-                        k->pack_rows_f16(b + (lo - j), nr, kb, hi - lo, x, &rows, lo - sg * seg);
+                        k->pack_rows_f16(b + (lo - j), &b_panel, kb, hi - lo, x, &rows, at);
                 }
                 if (w < nr)
-                    k->pack_rows(b + w, nr, kb, nr - w, NULL, NULL, 0);
+                    k->pack_rows(b + w, &b_panel, kb, nr - w, NULL, NULL, 0);
                 for (int64_t i = 0; i < m; i += mr) {
                     const char *from, *to;
                     prefetch_share(&next, &from, &to);

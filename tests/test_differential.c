@@ -1108,7 +1108,8 @@ Test(differential, replay, .timeout = TEST_TIMEOUT)
  * the A panel's width (8, 12, 24) and around the register tiles' rows,
  * im2col rows whose segments (kernel rows, or taps with dilation or groups)
  * straddle the B micro-panels, padding cutting segments on both sides,
- * rows long enough for `_s` on two cores to split dw's columns; fp32 and
+ * rows long enough for `_s` on two cores to split dw's columns, groups of
+ * a few channels packed together (whole groups a core); fp32 and
  * fp16, `_s` on one and two cores and `_p`, with a bias (sums staged) and
  * without (fp32 sums added straight into out_dw). */
 Test(differential, packed_driver_edges, .timeout = TEST_TIMEOUT)
@@ -1122,6 +1123,8 @@ Test(differential, packed_driver_edges, .timeout = TEST_TIMEOUT)
         {.n = 1, .h = 31, .w = 29, .cin = 3, .cout = 13, .kh = 7, .kw = 7, .sh = 2, .sw = 2, .pu = 3, .pd = 3, .pl = 3, .pr = 3},
         {.n = 4, .h = 10, .w = 10, .cin = 100, .cout = 8, .kh = 1, .kw = 1},
         {.n = 2, .h = 11, .w = 12, .cin = 1, .cout = 1, .kh = 5, .kw = 3, .sh = 2, .sw = 1, .pu = 2, .pd = 2, .pl = 1, .pr = 1},
+        {.n = 3, .h = 9, .w = 10, .cin = 32, .cout = 32, .g = 8, .kh = 3, .kw = 3, .pu = 1, .pd = 1, .pl = 1, .pr = 1},
+        {.n = 2, .h = 13, .w = 7, .cin = 36, .cout = 60, .g = 12, .kh = 2, .kw = 3, .dh = 2, .pu = 1, .pl = 2},
     };
     /* clang-format on */
     static const struct {

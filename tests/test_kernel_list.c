@@ -105,15 +105,16 @@ static void check_gemm_panel(cg_gemm_panel_fn *fn, const char *name, cg_isa isa,
 
 /* Steps of every kind a packer asks for: segments wholly inside, cut on
  * either side, wholly padding; windows [a, a + n) over the segment from
- * every offset and of every width up to three panels of a width a few
- * vectors past nr; a zeros-only call (fp32). Each of the n columns must be
- * the segment's (or zero outside [lo, hi)) at its place in its panel; the
- * rest, canaries, untouched. Exactly one of f32 and f16 is the kernel. */
+ * every offset and of every width up to three panels; two layouts: whole
+ * steps of a width a few vectors past nr, and pieces of 3 columns into steps
+ * of that width (groups side by side); a zeros-only call (fp32). Each of the
+ * n columns must be the segment's (or zero outside [lo, hi)) at its place;
+ * the rest, canaries, untouched. Exactly one of f32 and f16 is the kernel. */
 static void check_rows(cg_pack_rows_fn *f32, cg_pack_rows_f16_fn *f16, const char *name, int nr)
 {
-    enum { KB = 7, SEG = 70, SRC = KB * SEG + 64 };
-    const int width = 2 * nr + 5;
-    static float src[SRC], dst[3 * KB * 40 + 16];
+    enum { KB = 7, SEG = 70, SRC = KB * SEG + 64, MOST = 24 * KB * 40 + 16 };
+    const int64_t width = 2 * nr + 5, pieces[] = {width, 3};
+    static float src[SRC], dst[MOST];
     static uint16_t halves[SRC];
     for (int i = 0; i < SRC; i++) {
         src[i] = (float)(i % 1000 + 1); /* integers up to 1000: exact in fp16 */
@@ -128,28 +129,35 @@ static void check_rows(cg_pack_rows_fn *f32, cg_pack_rows_f16_fn *f16, const cha
         hi[t] = hi_of[t];
     }
     const cg_pack_rows rows = {at, lo, hi};
-    for (int zeros = 0; zeros < (f32 ? 2 : 1); zeros++)
-        for (int64_t a = 0; a + 1 < SEG; a += zeros ? 23 : 1)
-            for (int64_t n = 0; n <= 3 * width && a + n <= SEG; n++) {
-                const int64_t panels = (n + width - 1) / width;
-                for (int64_t e = 0; e < panels * KB * width + 16; e++)
-                    dst[e] = CANARY;
-                if (f32)
-                    f32(dst, width, KB, n, zeros ? NULL : src, zeros ? NULL : &rows, a);
-                else
-                    f16(dst, width, KB, n, halves, &rows, a);
-                for (int64_t e = 0; e < panels * KB * width + 16; e++) {
-                    const int64_t panel = e / (KB * width), t = e / width % KB;
-                    const int64_t j = panel * width + e % width, col = a + j;
-                    float want = CANARY;
-                    if (panel < panels && j < n)
-                        want = !zeros && col >= lo[t] && col < hi[t] ? src[at[t] + col] : 0.0f;
-                    cr_assert(memcmp(&dst[e], &want, sizeof want) == 0,
-                              "%s: a %lld n %lld%s: step %lld column %lld is %g, want %g", name,
-                              (long long)a, (long long)n, zeros ? " (zeros)" : "", (long long)t,
-                              (long long)j, dst[e], want);
+    for (int pi = 0; pi < 2; pi++) {
+        const cg_panel_layout to = {width, pieces[pi], KB * width};
+        for (int zeros = 0; zeros < (f32 ? 2 : 1); zeros++)
+            for (int64_t a = 0; a + 1 < SEG; a += zeros ? 23 : 1)
+                for (int64_t n = 0; n <= 3 * width && a + n <= SEG; n++) {
+                    const int64_t panels = (n + to.piece - 1) / to.piece;
+                    const int64_t floats = panels * to.panel + 16;
+                    cr_assert(floats <= MOST);
+                    for (int64_t e = 0; e < floats; e++)
+                        dst[e] = CANARY;
+                    if (f32)
+                        f32(dst, &to, KB, n, zeros ? NULL : src, zeros ? NULL : &rows, a);
+                    else
+                        f16(dst, &to, KB, n, halves, &rows, a);
+                    for (int64_t e = 0; e < floats; e++) {
+                        const int64_t panel = e / to.panel, t = e % to.panel / to.step;
+                        const int64_t c = e % to.step, j = panel * to.piece + c, col = a + j;
+                        float want = CANARY;
+                        if (panel < panels && c < to.piece && j < n)
+                            want = !zeros && col >= lo[t] && col < hi[t] ? src[at[t] + col] : 0.0f;
+                        cr_assert(memcmp(&dst[e], &want, sizeof want) == 0,
+                                  "%s: piece %lld a %lld n %lld%s: step %lld column %lld is %g, "
+                                  "want %g",
+                                  name, (long long)to.piece, (long long)a, (long long)n,
+                                  zeros ? " (zeros)" : "", (long long)t, (long long)j, dst[e],
+                                  want);
+                    }
                 }
-            }
+    }
 }
 
 static void check_pack_rows(cg_pack_rows_fn *fn, const char *name, cg_isa isa, int mr, int nr)

@@ -48,15 +48,21 @@ typedef struct cg_pack_rows {
     const int64_t *at, *lo, *hi;
 } cg_pack_rows;
 
-/* Columns [a, a + n) of the kb steps' segments into panels `width` floats
- * a step and kb steps long, one after the other: column a + j of step t at
- * dst[(j / width) * kb * width + t * width + j % width], for j < n; nothing
- * else written. A step at a time, across the panels, so each segment is
- * read in order. src is fp32 (pack_rows) or IEEE binary16 raw bits
- * (pack_rows_f16, converted on the way); src NULL (fp32 only): zeros. */
-typedef void cg_pack_rows_fn(float *dst, int64_t width, int64_t kb, int64_t n, const float *src,
-                             const cg_pack_rows *rows, int64_t a);
-typedef void cg_pack_rows_f16_fn(float *dst, int64_t width, int64_t kb, int64_t n,
+/* Where a packer puts column j of step t: dst[(j / piece) * panel + t * step
+ * + j % piece]. One panel's steps: piece = step, panel = kb * step; several
+ * groups' columns side by side in a step of the source, each into its own
+ * panel: piece = the group's columns. */
+typedef struct cg_panel_layout {
+    int64_t step, piece, panel;
+} cg_panel_layout;
+
+/* Columns [a, a + n) of the kb steps' segments, laid out as `to` says;
+ * nothing else written. A step at a time, across the pieces, so each
+ * segment is read in order. src is fp32 (pack_rows) or IEEE binary16 raw
+ * bits (pack_rows_f16, converted on the way); src NULL (fp32 only): zeros. */
+typedef void cg_pack_rows_fn(float *dst, const cg_panel_layout *to, int64_t kb, int64_t n,
+                             const float *src, const cg_pack_rows *rows, int64_t a);
+typedef void cg_pack_rows_f16_fn(float *dst, const cg_panel_layout *to, int64_t kb, int64_t n,
                                  const void *src_halves, const cg_pack_rows *rows, int64_t a);
 
 /* Depthwise weight gradient over rows [first, last) of the sum, channels

@@ -131,14 +131,21 @@ AVX2_F16C static ALWAYS_INLINE void copy8(float *d, int64_t j0, int64_t j1, cons
     }
 }
 
-AVX2_F16C static ALWAYS_INLINE void pack_rows(float *dst, int64_t width, int64_t kb, int64_t n,
-                                              const void *src, const cg_pack_rows *rows, int64_t a,
-                                              const int halves)
+AVX2_F16C static ALWAYS_INLINE void pack_rows(float *dst, const cg_panel_layout *to, int64_t kb,
+                                              int64_t n, const void *src, const cg_pack_rows *rows,
+                                              int64_t a, const int halves)
 {
-    for (int64_t t = 0; t < kb; t++)
-        for (int64_t q = 0; q < n; q += width) { /* panel q / width, columns [q, q + w) */
-            float *d = dst + q * kb + t * width;
-            const int64_t w = n - q < width ? n - q : width;
+    const int64_t piece = to->piece;
+    for (int64_t t = 0; t < kb; t++) {
+        float *d = dst + t * to->step;
+        if (src && rows->lo[t] <= a && a + n <= rows->hi[t]) { /* all inside: copies only */
+            const int64_t at = rows->at[t] + a;
+            for (int64_t q = 0; q < n; q += piece, d += to->panel)
+                copy8(d, 0, n - q < piece ? n - q : piece, src, at + q, halves);
+            continue;
+        }
+        for (int64_t q = 0; q < n; q += piece, d += to->panel) { /* columns [q, q + w) */
+            const int64_t w = n - q < piece ? n - q : piece;
             if (!src) {
                 copy8(d, 0, w, NULL, 0, halves);
                 continue;
@@ -150,16 +157,17 @@ AVX2_F16C static ALWAYS_INLINE void pack_rows(float *dst, int64_t width, int64_t
             copy8(d, j0, j1, src, rows->at[t] + a + q, halves);
             copy8(d, j1, w, NULL, 0, halves);
         }
+    }
 }
 
-AVX2_F16C void cg_f32_pack_rows_avx2(float *dst, int64_t width, int64_t kb, int64_t n,
+AVX2_F16C void cg_f32_pack_rows_avx2(float *dst, const cg_panel_layout *to, int64_t kb, int64_t n,
                                      const float *src, const cg_pack_rows *rows, int64_t a)
 {
-    pack_rows(dst, width, kb, n, src, rows, a, 0);
+    pack_rows(dst, to, kb, n, src, rows, a, 0);
 }
 
-AVX2_F16C void cg_f16_pack_rows_f16c(float *dst, int64_t width, int64_t kb, int64_t n,
+AVX2_F16C void cg_f16_pack_rows_f16c(float *dst, const cg_panel_layout *to, int64_t kb, int64_t n,
                                      const void *src_halves, const cg_pack_rows *rows, int64_t a)
 {
-    pack_rows(dst, width, kb, n, src_halves, rows, a, 1);
+    pack_rows(dst, to, kb, n, src_halves, rows, a, 1);
 }

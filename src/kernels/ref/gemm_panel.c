@@ -34,23 +34,23 @@ static float column(const void *src, int halves, const cg_pack_rows *rows, int64
     return f;
 }
 
-static void pack_rows(float *dst, int64_t width, int64_t kb, int64_t n, const void *src, int halves,
-                      const cg_pack_rows *rows, int64_t a)
+static void pack_rows(float *dst, const cg_panel_layout *to, int64_t kb, int64_t n, const void *src,
+                      int halves, const cg_pack_rows *rows, int64_t a)
 {
     for (int64_t t = 0; t < kb; t++)
         for (int64_t j = 0; j < n; j++)
-            dst[j / width * kb * width + t * width + j % width] =
+            dst[j / to->piece * to->panel + t * to->step + j % to->piece] =
                 column(src, halves, rows, t, a + j);
 }
 
-void cg_f32_pack_rows_ref(float *dst, int64_t width, int64_t kb, int64_t n, const float *src,
-                          const cg_pack_rows *rows, int64_t a)
+void cg_f32_pack_rows_ref(float *dst, const cg_panel_layout *to, int64_t kb, int64_t n,
+                          const float *src, const cg_pack_rows *rows, int64_t a)
 {
-    pack_rows(dst, width, kb, n, src, 0, rows, a);
+    pack_rows(dst, to, kb, n, src, 0, rows, a);
 }
 
-void cg_f16_pack_rows_ref(float *dst, int64_t width, int64_t kb, int64_t n, const void *src_halves,
-                          const cg_pack_rows *rows, int64_t a)
+void cg_f16_pack_rows_ref(float *dst, const cg_panel_layout *to, int64_t kb, int64_t n,
+                          const void *src_halves, const cg_pack_rows *rows, int64_t a)
 {
-    pack_rows(dst, width, kb, n, src_halves, 1, rows, a);
+    pack_rows(dst, to, kb, n, src_halves, 1, rows, a);
 }
