@@ -148,18 +148,19 @@ static void make_x_tables(const cg_plan *p, int64_t s0, int64_t s1, int64_t firs
 enum { LINE = 64, MOST_PREFETCH_BYTES = 1 << 20 };
 
 typedef struct prefetcher {
-    const char *at[2], *end[2]; /* dy's and x's spans */
-    int64_t per_call;           /* lines a kernel call */
+    const char *at[2]; /* dy's and x's spans */
+    int64_t left[2];   /* bytes of each still to prefetch */
+    int64_t per_call;  /* lines a kernel call */
 } prefetcher;
 
+/* Span i: elements [first, last) of a tensor of `total`, clamped to it. */
 static void span(prefetcher *pf, int i, const void *base, int64_t first, int64_t last,
-                 size_t dtype_size)
+                 int64_t total, size_t dtype_size)
 {
-    if (last < first)
-        last = first;
-    const int64_t bytes = min64((last - first) * (int64_t)dtype_size, MOST_PREFETCH_BYTES);
+    first = first < 0 ? 0 : first > total ? total : first;
+    last = last < first ? first : last > total ? total : last;
     pf->at[i] = (const char *)base + first * (int64_t)dtype_size;
-    pf->end[i] = pf->at[i] + bytes;
+    pf->left[i] = min64((last - first) * (int64_t)dtype_size, MOST_PREFETCH_BYTES);
 }
 
 /* What the pass over rows [r, r + kb) reads, spread over `calls` kernel
@@ -167,29 +168,34 @@ static void span(prefetcher *pf, int i, const void *base, int64_t first, int64_t
 static prefetcher prefetch_pass(const cg_plan *p, const void *dy, const void *x, int64_t r,
                                 int64_t kb, int64_t calls)
 {
-    prefetcher pf = {{NULL, NULL}, {NULL, NULL}, 0};
+    prefetcher pf = {{NULL, NULL}, {0, 0}, 0};
     if (kb <= 0)
         return pf;
-    span(&pf, 0, dy, r * p->cout, (r + kb) * p->cout, p->dtype_size);
+    span(&pf, 0, dy, r * p->cout, (r + kb) * p->cout, p->rows * p->cout, p->dtype_size);
     const cg_pixel a = cg_pixel_of_row(p, r), z = cg_pixel_of_row(p, r + kb - 1);
     const int64_t top = a.oh * p->stride_h - p->pad_u;
     const int64_t bottom = z.oh * p->stride_h - p->pad_u + (p->kernel_h - 1) * p->dil_h + 1;
     const int64_t line = p->in_w * p->cin;
-    span(&pf, 1, x, (a.n * p->in_h + (top < 0 ? 0 : top)) * line,
-         (z.n * p->in_h + min64(bottom, p->in_h)) * line, p->dtype_size);
-    const int64_t lines = (pf.end[0] - pf.at[0] + pf.end[1] - pf.at[1]) / LINE + 2;
+    span(&pf, 1, x, (a.n * p->in_h + (top < 0 ? 0 : min64(top, p->in_h))) * line,
+         (z.n * p->in_h + (bottom < 0 ? 0 : min64(bottom, p->in_h))) * line,
+         p->batch * p->in_h * line, p->dtype_size);
+    const int64_t lines = (pf.left[0] + pf.left[1]) / LINE + 2;
     pf.per_call = (lines + calls - 1) / calls;
     return pf;
 }
 
-/* The next call's share of the lines: [*from, *to). */
+/* The next call's share of the lines: [*from, *to), or NULL, NULL. */
 static void prefetch_share(prefetcher *pf, const char **from, const char **to)
 {
-    int i = pf->at[0] < pf->end[0] ? 0 : 1;
-    const int64_t left = pf->end[i] - pf->at[i];
+    const int i = pf->left[0] > 0 ? 0 : 1;
+    *from = *to = NULL;
+    if (pf->left[i] <= 0)
+        return;
+    const int64_t bytes = min64(pf->left[i], pf->per_call * LINE);
     *from = pf->at[i];
-    *to = *from + min64(left > 0 ? left : 0, pf->per_call * LINE);
-    pf->at[i] = *to;
+    *to = *from + bytes;
+    pf->at[i] += bytes;
+    pf->left[i] -= bytes;
 }
 
 static cg_panel_layout panel_steps(int64_t width, int64_t kb)
