@@ -203,6 +203,16 @@ static cg_panel_layout panel_steps(int64_t width, int64_t kb)
     return (cg_panel_layout){width, width, kb * width};
 }
 
+/* pack_rows or pack_rows_f16, as the plan's tensors are fp32 or fp16. */
+static void pack_tensor(const cg_plan *p, float *dst, const cg_panel_layout *to, int64_t kb,
+                        int64_t n, const void *src, const cg_pack_rows *rows, int64_t a)
+{
+    if (p->dtype_size == sizeof(float))
+        cg_kernels()->pack_rows(dst, to, kb, n, src, rows, a);
+    else
+        cg_kernels()->pack_rows_f16(dst, to, kb, n, src, rows, a);
+}
+
 /* One pass of groups_together: every group's A panel (its cout_g channels,
  * zeros past them) and B micro-panel (its taps, zeros past row_len), then a
  * kernel call a group. */
@@ -223,17 +233,11 @@ static void together_pass(const cg_plan *plan, const void *dy, const void *x,
         k->pack_rows(a + m, &a_rest, kb, groups * (mr - m), NULL, NULL, 0);
     if (row_len < nr)
         k->pack_rows(b + row_len, &b_rest, kb, groups * (nr - row_len), NULL, NULL, 0);
-    if (plan->dtype_size == sizeof(float))
-        k->pack_rows(a, &a_groups, kb, groups * m, dy, &dy_rows, g0 * m);
-    else
-        k->pack_rows_f16(a, &a_groups, kb, groups * m, dy, &dy_rows, g0 * m);
+    pack_tensor(plan, a, &a_groups, kb, groups * m, dy, &dy_rows, g0 * m);
     for (int64_t s = s0; s < s1; s++) { /* tap s: every group's cin_g channels */
         const cg_pack_rows rows = rows_of(tb, 1 + s - s0);
         const int64_t at = g0 * plan->cin_g, n = groups * plan->cin_g;
-        if (plan->dtype_size == sizeof(float))
-            k->pack_rows(b + s * plan->cin_g, &b_groups, kb, n, x, &rows, at);
-        else
-            k->pack_rows_f16(b + s * plan->cin_g, &b_groups, kb, n, x, &rows, at);
+        pack_tensor(plan, b + s * plan->cin_g, &b_groups, kb, n, x, &rows, at);
     }
     for (int64_t g = 0; g < groups; g++) {
         const char *from, *to;
@@ -249,7 +253,7 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     const cg_kernel_context *k = cg_kernels();
-    const int64_t mr = bl->mr, nr = bl->nr, fp32 = plan->dtype_size == sizeof(float);
+    const int64_t mr = bl->mr, nr = bl->nr;
     const int64_t m = blk->co_last - blk->co_first, row_len = plan->row_len;
     const int64_t c0 = blk->col_first, c1 = blk->col_last, seg = segment_width(plan);
     const int64_t groups = blk->group_last - blk->group_first;
@@ -280,10 +284,7 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
         for (int64_t g = blk->group_first; g < blk->group_last; g++) {
             float *dst_g = dst + (g - blk->group_first) * m * row_len;
             /* A: the block's channels of group g */
-            if (fp32)
-                k->pack_rows(a, &a_panels, kb, m, dy, &dy_rows, g * plan->cout_g);
-            else
-                k->pack_rows_f16(a, &a_panels, kb, m, dy, &dy_rows, g * plan->cout_g);
+            pack_tensor(plan, a, &a_panels, kb, m, dy, &dy_rows, g * plan->cout_g);
             /* a tap's columns of group g start at g*cin_g in x's channels */
             const int64_t group_at = by_kernel_rows(plan) ? 0 : g * plan->cin_g;
             for (int64_t j = c0; j < c1; j += nr) {
@@ -294,10 +295,7 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
                                   hi = min64(j + w, (sg + 1) * seg);
                     const cg_pack_rows rows = rows_of(&tb, 1 + sg - s0);
                     const int64_t at = group_at + lo - sg * seg;
-                    if (fp32)
-                        k->pack_rows(b + (lo - j), &b_panel, kb, hi - lo, x, &rows, at);
-                    else
-                        k->pack_rows_f16(b + (lo - j), &b_panel, kb, hi - lo, x, &rows, at);
+                    pack_tensor(plan, b + (lo - j), &b_panel, kb, hi - lo, x, &rows, at);
                 }
                 if (w < nr)
                     k->pack_rows(b + w, &b_panel, kb, nr - w, NULL, NULL, 0);

@@ -6,6 +6,7 @@
  * read in order (the packer laid them out so), C only at the ends: its
  * lines are prefetched when a tile starts and needed when it ends. */
 #include "kernels/list.h"
+#include "kernels/pack_rows_body.h"
 
 #include <immintrin.h>
 
@@ -134,29 +135,7 @@ AVX512_FBWVL static ALWAYS_INLINE void pack_rows(float *dst, const cg_panel_layo
                                                  const cg_pack_rows *rows, int64_t a,
                                                  const int halves)
 {
-    const int64_t piece = to->piece;
-    for (int64_t t = 0; t < kb; t++) {
-        float *d = dst + t * to->step;
-        if (src && rows->lo[t] <= a && a + n <= rows->hi[t]) { /* all inside: copies only */
-            const int64_t at = rows->at[t] + a;
-            for (int64_t q = 0; q < n; q += piece, d += to->panel)
-                copy16(d, 0, n - q < piece ? n - q : piece, src, at + q, halves);
-            continue;
-        }
-        for (int64_t q = 0; q < n; q += piece, d += to->panel) { /* columns [q, q + w) */
-            const int64_t w = n - q < piece ? n - q : piece;
-            if (!src) {
-                copy16(d, 0, w, NULL, 0, halves);
-                continue;
-            }
-            int64_t j0 = rows->lo[t] - a - q, j1 = rows->hi[t] - a - q;
-            j0 = j0 < 0 ? 0 : j0 > w ? w : j0;
-            j1 = j1 < j0 ? j0 : j1 > w ? w : j1;
-            copy16(d, 0, j0, NULL, 0, halves);
-            copy16(d, j0, j1, src, rows->at[t] + a + q, halves);
-            copy16(d, j1, w, NULL, 0, halves);
-        }
-    }
+    cg_pack_rows_body(copy16, dst, to, kb, n, src, rows, a, halves);
 }
 
 AVX512_FBWVL void cg_f32_pack_rows_avx512(float *dst, const cg_panel_layout *to, int64_t kb,

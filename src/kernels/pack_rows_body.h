@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* The pack_rows loop (kernels/list.h), written once for the x86 kernels
+ * (avx2/gemm_panel.c, avx512/gemm_panel.c): each inlines it into a function
+ * of its target with its own vector copy, so the copy is inlined too. */
+#ifndef CG_KERNELS_PACK_ROWS_BODY_H
+#define CG_KERNELS_PACK_ROWS_BODY_H
+#include "kernels/list.h"
+
+/* d[j] = src ? src[i + j] : 0 for j in [j0, j1), fp16 converted where halves. */
+typedef void cg_copy_run_fn(float *d, int64_t j0, int64_t j1, const void *src, int64_t i,
+                            int halves);
+
+static inline __attribute__((always_inline)) void
+cg_pack_rows_body(cg_copy_run_fn *copy, float *dst, const cg_panel_layout *to, int64_t kb,
+                  int64_t n, const void *src, const cg_pack_rows *rows, int64_t a, int halves)
+{
+    const int64_t piece = to->piece;
+    for (int64_t t = 0; t < kb; t++) {
+        float *d = dst + t * to->step;
+        if (src && rows->lo[t] <= a && a + n <= rows->hi[t]) { /* all inside: copies only */
+            const int64_t at = rows->at[t] + a;
+            for (int64_t q = 0; q < n; q += piece, d += to->panel)
+                copy(d, 0, n - q < piece ? n - q : piece, src, at + q, halves);
+            continue;
+        }
+        for (int64_t q = 0; q < n; q += piece, d += to->panel) { /* columns [q, q + w) */
+            const int64_t w = n - q < piece ? n - q : piece;
+            if (!src) {
+                copy(d, 0, w, NULL, 0, halves);
+                continue;
+            }
+            int64_t j0 = rows->lo[t] - a - q, j1 = rows->hi[t] - a - q;
+            j0 = j0 < 0 ? 0 : j0 > w ? w : j0;
+            j1 = j1 < j0 ? j0 : j1 > w ? w : j1;
+            copy(d, 0, j0, NULL, 0, halves);
+            copy(d, j0, j1, src, rows->at[t] + a + q, halves);
+            copy(d, j1, w, NULL, 0, halves);
+        }
+    }
+}
+#endif
