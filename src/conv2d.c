@@ -41,6 +41,11 @@ static int64_t max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
+static int64_t round_up(int64_t x, int64_t unit)
+{
+    return (x + unit - 1) / unit * unit;
+}
+
 /* ---- the descriptor ---------------------------------------------------- */
 
 /* The validator's words for a cg_conv2d: its own fields, never the
@@ -368,6 +373,7 @@ typedef struct job {
     int64_t tile_rows;               /* 0: the library's choice */
     const float *partial[MAX_CORES]; /* weights: each core's partial dw */
     const float *phase_w;            /* data: w by stride phase, in core 0's scratch */
+    const float *packed_w; /* forward, data on the packed driver: B's panels, core 0's scratch */
     cg_status status;                /* of the whole launch, set by logical core 0 */
     cg_error *err;                   /* the caller's: logical core 0 says there what failed */
 } job;
@@ -385,12 +391,14 @@ static int64_t rows_per_tile(const job *jb, int64_t width, int64_t rows, int64_t
     return min64(rows, max64(cg_shared_tile_rows(width, rows), at_least));
 }
 
-/* The calling core's scratch: `ints` int64s, then `floats` floats. Every
- * core of the launch learns whether all got theirs before anything is
- * written, so a failure leaves the outputs untouched. */
+/* The calling core's scratch: `ints` int64s, then `floats` floats from the
+ * next cache line (the kernels' vector loads of packed panels must not
+ * straddle lines). Every core of the launch learns whether all got theirs
+ * before anything is written, so a failure leaves the outputs untouched. */
 static cg_status core_scratch(const job *jb, int64_t ints, int64_t floats, int64_t **int_part,
                               float **float_part, cg_error *err)
 {
+    ints = (ints + LINE_FLOATS / 2 - 1) / (LINE_FLOATS / 2) * (LINE_FLOATS / 2);
     size_t bytes = (size_t)ints * sizeof(int64_t) + (size_t)floats * sizeof(float);
     void *mem;
     cg_status s = cm_scratch_all(jb->core_mask, bytes, &mem, err);
@@ -601,6 +609,137 @@ static cg_status output_pixels_core(job *jb, int rank, cg_error *err)
     return CG_OK;
 }
 
+/* ---- forward and input gradient on the packed driver ----------------- */
+
+/* NHWC products [pixel][channel] run on cg_gemm_rows, with A packed from x
+ * (or dy) through row tables and w packed into B's panels once per call,
+ * wherever the library's kernels are wider than OpenBLAS's (the rule of
+ * cg_gemm_uses_packed): no im2col tile, no second pack of it. The other
+ * shapes (NCHW, one input channel, few channels a group: transposed
+ * products) keep the tiles. */
+static int forward_on_rows(const job *jb)
+{
+    return !x_channel_major(jb) && jb->plan.cout_g >= FEW_COLUMNS && cg_gemm_uses_packed();
+}
+
+/* A tile's row tables over `src` (geometry gm), taps ah x aw, as
+ * cg_rows_matrix reads them: at, then lo, then hi, each [segment][pixel].
+ * A segment is a kernel row where `runs` (the taps adjacent, one group:
+ * aw.count * channels floats from the first tap's pixel, cut where it leaves
+ * the image), else a tap (the pixel's channels, or padding). */
+static void row_tables(const geometry *gm, const tile *tl, axis ah, axis aw, int runs,
+                       int64_t *tab)
+{
+    const int64_t count = tl->count, channels = gm->sw, segments = ah.count * (runs ? 1 : aw.count);
+    int64_t *at = tab, *lo = tab + segments * count, *hi = tab + 2 * segments * count;
+    tile_pos pos = tile_start(tl);
+    for (int64_t t = 0; t < count; t++, tile_advance(tl, &pos, 1))
+        for (int64_t th = 0; th < ah.count; th++) {
+            const int64_t h = ah.off[th] + pos.i * ah.step, line = pos.n * gm->sn + h * gm->sh;
+            const int row_inside = h >= 0 && h < gm->h;
+            if (runs) {
+                const int64_t w0 = aw.off[0] + pos.j * aw.step, e = th * count + t;
+                int64_t first, end;
+                inside(w0, 1, gm->w, 0, row_inside ? aw.count : 0, &first, &end);
+                at[e] = line + w0 * channels;
+                lo[e] = first * channels;
+                hi[e] = end * channels;
+                continue;
+            }
+            for (int64_t tw = 0; tw < aw.count; tw++) {
+                const int64_t w = aw.off[tw] + pos.j * aw.step, e = (th * aw.count + tw) * count + t;
+                const int in = row_inside && w >= 0 && w < gm->w;
+                at[e] = in ? line + w * channels : 0;
+                lo[e] = 0;
+                hi[e] = in ? channels : 0;
+            }
+        }
+}
+
+/* C[pixel][channel] for each group g: group g's columns of A (segments of
+ * seg_len made of pieces, a tap's channels each; group g's from column g *
+ * group_cols of each) times group g's packed B (b, b_group floats apart),
+ * into group g's n columns of c. */
+static void rows_product(const job *jb, const float *src, const int64_t *tab, int64_t segments,
+                         int64_t count, int64_t seg_len, int64_t piece, int64_t group_cols,
+                         int64_t k, int64_t n, const float *b, int64_t b_group, float beta,
+                         float *c, int64_t ldc, float *pack)
+{
+    const int64_t e = segments * count;
+    for (int64_t g = 0; g < jb->plan.groups; g++) {
+        const cg_rows_matrix a = {src,   tab,     tab + e, tab + 2 * e,
+                                  count, seg_len, piece,   g * group_cols};
+        cg_gemm_rows(cg_gemm_blocking_here(), count, n, k, &a, b + g * b_group, beta, c + g * n,
+                     ldc, pack);
+    }
+}
+
+/* The calling core's share of the kc blocks of B (the blocks dealt out in
+ * turn, counted by *block across calls): block pc of the k x n matrix whose
+ * element (p, j) is x[j*stride_j + p*stride_p], packed at dst. */
+static void pack_b_share(const job *jb, int rank, int64_t *block, const float *x, size_t stride_j,
+                         size_t stride_p, int64_t k, int64_t n, float *dst)
+{
+    const cg_gemm_blocking *bl = cg_gemm_blocking_here();
+    const int64_t np = (int64_t)cg_rows_b_floats(bl, 1, n);
+    for (int64_t pc = 0; pc < k; pc += bl->kc, ++*block)
+        if (*block % jb->members == rank)
+            cg_pack_panels(x + pc * stride_p, stride_j, stride_p, (int)n, (int)min64(bl->kc, k - pc),
+                           bl->nr, dst + pc * np);
+}
+
+/* Pixels a tile of the packed driver takes: its A block (mc) unless the
+ * caller chose. */
+static int64_t rows_tile(const job *jb, int64_t rows)
+{
+    const int64_t want = jb->tile_rows > 0 ? jb->tile_rows : cg_gemm_blocking_here()->mc;
+    return max64(1, min64(want, rows));
+}
+
+/* y = im2col(x) w^T (+ b) over this core's pixels; B (w^T by group) packed by
+ * all cores together first. */
+static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
+{
+    const cg_plan *p = &jb->plan;
+    const cg_gemm_blocking *bl = cg_gemm_blocking_here();
+    const int64_t k = p->row_len, b_group = (int64_t)cg_rows_b_floats(bl, k, p->cout_g);
+    const int runs = p->groups == 1 && p->dil_w == 1;
+    const int64_t segments = runs ? p->kernel_h : p->taps, seg_len = runs ? p->kernel_w * p->cin : p->cin_g;
+    int64_t first, last;
+    cg_split_range(p->rows, rank, jb->members, &first, &last);
+    const int64_t tile_rows = rows_tile(jb, last - first), a_floats = (int64_t)cg_rows_a_floats(bl);
+    int64_t *ints;
+    float *mem;
+    if (core_scratch(jb, p->kernel_h + p->kernel_w + 3 * segments * tile_rows,
+                     a_floats + (rank == 0 ? p->groups * b_group : 0), &ints, &mem, err) != CG_OK)
+        return CG_ERR_NO_MEMORY;
+    if (rank == 0)
+        jb->packed_w = mem + a_floats;
+    cm_bar_all(jb->core_mask, 1); /* core 0's buffer is known */
+    int64_t block = 0;
+    for (int64_t g = 0; g < p->groups; g++)
+        pack_b_share(jb, rank, &block, jb->in1 + g * p->cout_g * k, (size_t)k, 1, k, p->cout_g,
+                     (float *)jb->packed_w + g * b_group);
+    cm_bar_all(jb->core_mask, 1); /* B is packed */
+    axis ah, aw;
+    kernel_taps(p, ints, ints + p->kernel_h, &ah, &aw);
+    int64_t *tab = ints + p->kernel_h + p->kernel_w;
+    const geometry gx = geometry_of(0, p->cin, p->in_h, p->in_w);
+    const int64_t plane = p->out_h * p->out_w;
+    for (int64_t row = first; row < last;) {
+        const tile tl = {row / plane, p->out_h, p->out_w, row % plane, min64(tile_rows, last - row)};
+        float *y = jb->out + row * p->cout;
+        row_tables(&gx, &tl, ah, aw, runs, tab);
+        for (int64_t t = 0; jb->bias && t < tl.count; t++) /* C starts at the bias */
+            for (int64_t c = 0; c < p->cout; c++)
+                y[t * p->cout + c] = jb->bias[c];
+        rows_product(jb, jb->in0, tab, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
+                     p->cout_g, jb->packed_w, b_group, jb->bias ? 1.0f : 0.0f, y, p->cout, mem);
+        row += tl.count;
+    }
+    return CG_OK;
+}
+
 /* ---- input gradient: tiles of input pixels of one stride phase -------- */
 
 /* The taps of one axis by stride phase. Phase a (an input coordinate mod
@@ -614,13 +753,14 @@ typedef struct phases {
     int64_t *off;   /* [kernel]: offsets into dy, grouped by phase */
     int64_t *phase; /* [kernel]: the phase of kernel position k, or -1 */
     int64_t *slot;  /* [kernel]: k's place among its phase's taps */
+    int64_t *tap;   /* [kernel]: the kernel position of each of off's taps */
     int64_t used;   /* start[count]: kernel positions that reach an input pixel */
 } phases;
 
-/* int64s build_phases needs: start, a cursor per phase, off, phase, slot. */
+/* int64s build_phases needs: start, a cursor per phase, off, phase, slot, tap. */
 static int64_t phase_ints(int64_t kernel, int64_t stride, int64_t in)
 {
-    return 2 * min64(stride, in) + 1 + 3 * kernel;
+    return 2 * min64(stride, in) + 1 + 4 * kernel;
 }
 
 static int64_t gcd64(int64_t a, int64_t b)
@@ -648,7 +788,8 @@ static void build_phases(phases *ph, int64_t *ints, int64_t kernel, int64_t dila
     ph->off = ph->start + ph->count + 1;
     ph->phase = ph->off + kernel;
     ph->slot = ph->phase + kernel;
-    int64_t *cursor = ph->slot + kernel;
+    ph->tap = ph->slot + kernel;
+    int64_t *cursor = ph->tap + kernel;
     memset(ph->start, 0, (size_t)(ph->count + 1) * sizeof(int64_t));
     for (int64_t k = 0; k < kernel; k++) {
         int64_t r = ((k * dilation - pad) % stride + stride) % stride;
@@ -666,6 +807,7 @@ static void build_phases(phases *ph, int64_t *ints, int64_t kernel, int64_t dila
         if (a < 0)
             continue;
         ph->slot[k] = cursor[a] - ph->start[a];
+        ph->tap[cursor[a]] = k;
         ph->off[cursor[a]++] = (a + pad - k * dilation) / stride;
     }
 }
@@ -686,11 +828,17 @@ typedef struct data_tables {
     int64_t group_block; /* floats of one group's phase-ordered weights */
 } data_tables;
 
+/* Rows (tap, output channel) of a group's phase-ordered weights before phase
+ * (a, b)'s. */
+static int64_t phase_rows_before(const cg_plan *p, const data_tables *dt, int64_t a, int64_t b)
+{
+    return (dt->h.start[a] * dt->w.used + taps_of(&dt->h, a) * dt->w.start[b]) * p->cout_g;
+}
+
 /* Offset of phase (a, b)'s weights within a group's block. */
 static int64_t phase_weights_at(const cg_plan *p, const data_tables *dt, int64_t a, int64_t b)
 {
-    return (dt->h.start[a] * dt->w.used + taps_of(&dt->h, a) * dt->w.start[b]) * p->cout_g *
-           p->cin_g;
+    return phase_rows_before(p, dt, a, b) * p->cin_g;
 }
 
 /* Row of tap (th, tw) and channel co within phase (a, b)'s weights: the
@@ -730,10 +878,104 @@ static void pack_phase_weights(const job *jb, const data_tables *dt, int64_t co_
     }
 }
 
+/* A core's space for the input gradient's tiles: the gathered dy and the
+ * product (tiles), or the row tables, A's packing space and the product
+ * (the packed driver). */
+typedef struct data_space {
+    float *gathered, *res, *pack;
+    int64_t *tab;
+} data_space;
+
+/* Whether the input gradient runs on the packed driver (see forward_on_rows):
+ * NHWC, the product [pixel][ci]. */
+static int data_on_rows(const job *jb)
+{
+    const cg_plan *p = &jb->plan;
+    return !jb->nchw && !(p->groups > 1 && p->cin_g < FEW_COLUMNS) && cg_gemm_uses_packed();
+}
+
+/* Floats of a group's B for the packed driver: every phase's rows, each
+ * round_up(cin_g, nr) floats. */
+static int64_t data_b_group(const cg_plan *p, const data_tables *dt)
+{
+    return dt->h.used * dt->w.used * p->cout_g *
+           (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g);
+}
+
+/* The calling core's share of B's kc blocks (dealt out in turn) for the
+ * packed driver: for each group and phase, its weights' rows (tap, output
+ * channel) in the phase's order, packed straight from w by the pack_rows
+ * kernel through a table of where each row starts. */
+static void pack_data_weights(const job *jb, const data_tables *dt, int rank, float *dst)
+{
+    const cg_plan *p = &jb->plan;
+    const cg_gemm_blocking *bl = cg_gemm_blocking_here();
+    const int64_t np = (int64_t)cg_rows_b_floats(bl, 1, p->cin_g), b_group = data_b_group(p, dt);
+    int64_t at[CG_KC_MOST], lo[CG_KC_MOST], hi[CG_KC_MOST], block = 0;
+    const cg_pack_rows rows = {at, lo, hi};
+    for (int64_t g = 0; g < p->groups; g++)
+        for (int64_t a = 0; a < dt->h.count; a++)
+            for (int64_t b = 0; b < dt->w.count; b++) {
+                const int64_t nw = taps_of(&dt->w, b), kp = taps_of(&dt->h, a) * nw * p->cout_g;
+                float *d = dst + g * b_group + phase_rows_before(p, dt, a, b) * np;
+                for (int64_t pc = 0; pc < kp; pc += bl->kc, block++) {
+                    const int64_t kb = min64(bl->kc, kp - pc);
+                    if (block % jb->members != rank)
+                        continue;
+                    for (int64_t t = 0; t < kb; t++) {
+                        const int64_t q = pc + t, co = g * p->cout_g + q % p->cout_g;
+                        const int64_t kh = dt->h.tap[dt->h.start[a] + q / (nw * p->cout_g)];
+                        const int64_t kw = dt->w.tap[dt->w.start[b] + q / p->cout_g % nw];
+                        at[t] = (co * p->taps + kh * p->kernel_w + kw) * p->cin_g;
+                        lo[t] = 0;
+                        hi[t] = p->cin_g;
+                    }
+                    const cg_panel_layout to = {bl->nr, bl->nr, kb * bl->nr};
+                    cg_kernels()->pack_rows(d + pc * np, &to, kb, np, jb->in1, &rows, 0);
+                }
+            }
+}
+
+/* dx over a tile of phase (a, b)'s grid on the packed driver: A is dy's rows
+ * at the phase's taps (a kernel row's taps one run where they are adjacent),
+ * every group's product written into dx (stride 1: the tile is consecutive
+ * pixels of dx) or into sp->res, then stored. */
+static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl, int64_t a,
+                           int64_t b, const data_space *sp)
+{
+    const cg_plan *p = &jb->plan;
+    const geometry gdy = geometry_of(0, p->cout, p->out_h, p->out_w);
+    const geometry gdx = geometry_of(0, p->cin, p->in_h, p->in_w);
+    const int64_t nh = taps_of(&dt->h, a), nw = taps_of(&dt->w, b), kp = nh * nw * p->cout_g;
+    const axis ah = {dt->h.off + dt->h.start[a], nh, 1}, aw = {dt->w.off + dt->w.start[b], nw, 1};
+    const int direct = dt->h.count == 1 && dt->w.count == 1;
+    float *c = direct ? jb->out + (tl->n * p->in_h * p->in_w + tl->first) * p->cin : sp->res;
+    if (kp == 0) { /* no tap reaches these pixels */
+        for (int64_t t = 0; t < tl->count; t++)
+            cg_zero_floats(c + t * p->cin, p->cin);
+    } else {
+        const int runs = p->groups == 1 && adjacent_taps(aw);
+        row_tables(&gdy, tl, ah, aw, runs, sp->tab);
+        const int64_t b_group = data_b_group(p, dt);
+        const int64_t np = (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g);
+        rows_product(jb, jb->in0, sp->tab, nh * (runs ? 1 : nw), tl->count,
+                     runs ? nw * p->cout : p->cout_g, p->cout_g, p->cout_g, kp, p->cin_g,
+                     jb->packed_w + phase_rows_before(p, dt, a, b) * np, b_group, 0.0f, c, p->cin,
+                     sp->pack);
+    }
+    if (!direct)
+        store_tile(sp->res, 0, jb->out, &gdx, tl, a, p->stride_h, b, p->stride_w, 0, p->cin);
+}
+
 /* dx over a tile of phase (a, b)'s grid, every group. */
 static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int64_t a, int64_t b,
-                      float *gathered, float *res)
+                      const data_space *sp)
 {
+    if (data_on_rows(jb)) {
+        data_rows_tile(jb, dt, tl, a, b, sp);
+        return;
+    }
+    float *gathered = sp->gathered, *res = sp->res;
     const cg_plan *p = &jb->plan;
     const geometry gdy = geometry_of(jb->nchw, p->cout, p->out_h, p->out_w);
     const geometry gdx = geometry_of(jb->nchw, p->cin, p->in_h, p->in_w);
@@ -783,7 +1025,7 @@ static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int6
 /* Runs data_tile over the part [first, last) of the pixel order (image,
  * phase a, phase b, grid pixel). */
 static void data_pixels(const job *jb, const data_tables *dt, int64_t first, int64_t last,
-                        int64_t tile_rows, float *gathered, float *res)
+                        int64_t tile_rows, const data_space *sp)
 {
     const cg_plan *p = &jb->plan;
     const int64_t in_plane = p->in_h * p->in_w;
@@ -791,7 +1033,7 @@ static void data_pixels(const job *jb, const data_tables *dt, int64_t first, int
         /* one phase, the whole image: NHWC's tiles run on into the next image */
         for (int64_t q = first; q < last; q += tile_rows) {
             tile tl = {q / in_plane, p->in_h, p->in_w, q % in_plane, min64(tile_rows, last - q)};
-            data_tile(jb, dt, &tl, 0, 0, gathered, res);
+            data_tile(jb, dt, &tl, 0, 0, sp);
         }
         return;
     }
@@ -803,7 +1045,7 @@ static void data_pixels(const job *jb, const data_tables *dt, int64_t first, int
                 const int64_t size = height * width;
                 for (int64_t q = max64(first, at) - at; q < min64(last - at, size);) {
                     tile tl = {n, height, width, q, min64(tile_rows, min64(last - at, size) - q)};
-                    data_tile(jb, dt, &tl, a, b, gathered, res);
+                    data_tile(jb, dt, &tl, a, b, sp);
                     q += tl.count;
                 }
                 at += size;
@@ -813,36 +1055,53 @@ static void data_pixels(const job *jb, const data_tables *dt, int64_t first, int
 static cg_status data_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
+    const int on_rows = data_on_rows(jb);
     data_tables dt;
     int64_t first, last, co_first, co_last;
     cg_split_range(p->batch * p->in_h * p->in_w, rank, jb->members, &first, &last);
     cg_split_range(p->cout, rank, jb->members, &co_first, &co_last);
-    const int64_t most = most_taps_per_phase(p->kernel_h, p->dil_h, p->stride_h) *
-                         most_taps_per_phase(p->kernel_w, p->dil_w, p->stride_w) * p->cout_g;
+    const int64_t most_taps = most_taps_per_phase(p->kernel_h, p->dil_h, p->stride_h) *
+                              most_taps_per_phase(p->kernel_w, p->dil_w, p->stride_w);
     /* a tile row: gathered dy (NHWC: every group's), then the product */
-    const int64_t gathered_width = (jb->nchw ? 1 : p->groups) * most;
+    const int64_t gathered_width = (jb->nchw ? 1 : p->groups) * most_taps * p->cout_g;
+    const int64_t a_floats = on_rows ? (int64_t)cg_rows_a_floats(cg_gemm_blocking_here()) : 0;
     const int64_t tile_rows =
-        rows_per_tile(jb, gathered_width + p->cin_g, last - first, GEMM_MIN_ROWS);
+        on_rows ? rows_tile(jb, last - first)
+                : rows_per_tile(jb, gathered_width + p->cin_g, last - first, GEMM_MIN_ROWS);
     const int64_t ints_h = phase_ints(p->kernel_h, p->stride_h, p->in_h);
     const int64_t ints_w = phase_ints(p->kernel_w, p->stride_w, p->in_w);
-    int64_t floats = first < last ? tile_rows * (gathered_width + p->cin_g) : 0;
-    const int64_t weights_at = floats;
-    if (rank == 0)
-        floats += (int64_t)p->dw_elems;
+    const int64_t tab_ints = on_rows ? 3 * most_taps * tile_rows : 0;
+    int64_t floats = !(first < last) ? 0
+                     : on_rows       ? a_floats + tile_rows * p->cin
+                                     : tile_rows * (gathered_width + p->cin_g);
+    const int64_t weights_at = round_up(floats, LINE_FLOATS);
+    floats = weights_at;
+    if (rank == 0) /* B's panels for every tap (the phases use at most all) */
+        floats += on_rows ? p->groups * p->taps * p->cout_g *
+                                (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g)
+                          : (int64_t)p->dw_elems;
     int64_t *ints;
     float *mem;
-    if (core_scratch(jb, ints_h + ints_w, floats, &ints, &mem, err) != CG_OK)
+    if (core_scratch(jb, ints_h + ints_w + tab_ints, floats, &ints, &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     build_phases(&dt.h, ints, p->kernel_h, p->dil_h, p->pad_u, p->stride_h, p->in_h);
     build_phases(&dt.w, ints + ints_h, p->kernel_w, p->dil_w, p->pad_l, p->stride_w, p->in_w);
     dt.group_block = dt.h.used * dt.w.used * p->cout_g * p->cin_g;
-    if (rank == 0)
+    if (rank == 0 && on_rows)
+        jb->packed_w = mem + weights_at;
+    else if (rank == 0)
         jb->phase_w = mem + weights_at;
     cm_bar_all(jb->core_mask, 1); /* core 0's weight buffer is known */
-    pack_phase_weights(jb, &dt, co_first, co_last, (float *)jb->phase_w);
+    if (on_rows)
+        pack_data_weights(jb, &dt, rank, (float *)jb->packed_w);
+    else
+        pack_phase_weights(jb, &dt, co_first, co_last, (float *)jb->phase_w);
     cm_bar_all(jb->core_mask, 1); /* the weights are packed */
+    const data_space sp = on_rows
+                              ? (data_space){NULL, mem + a_floats, mem, ints + ints_h + ints_w}
+                              : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL};
     if (first < last)
-        data_pixels(jb, &dt, first, last, tile_rows, mem, mem + tile_rows * gathered_width);
+        data_pixels(jb, &dt, first, last, tile_rows, &sp);
     return CG_OK;
 }
 
@@ -1022,7 +1281,9 @@ static void core_entry(void *arg)
     const int depthwise = depthwise_nhwc(jb);
     switch (jb->op) {
     case CG_CONV2D_FORWARD:
-        s = depthwise ? depthwise_core(jb, rank, err) : output_pixels_core(jb, rank, err);
+        s = depthwise           ? depthwise_core(jb, rank, err)
+            : forward_on_rows(jb) ? forward_rows_core(jb, rank, err)
+                                  : output_pixels_core(jb, rank, err);
         break;
     case CG_CONV2D_BACKWARD_WEIGHTS:
         if (depthwise && jb->plan.path == CG_PATH_DEPTHWISE)

@@ -522,6 +522,43 @@ Test(conv2d, exact_32_cores, .timeout = TEST_TIMEOUT)
     assert_no_failure(&t);
 }
 
+/* NHWC shapes for the forward's and the input gradient's packed driver
+ * (A packed from x or dy through row tables): K longer than a block, with
+ * a tap's channels straddling the blocks; output channels past one B
+ * micro-panel and a partial one; several tiles a core and, forced, a tile
+ * longer than an A block; kernel rows cut by padding on either side; taps
+ * one at a time (dilation, groups); stride phases, stored by the gather.
+ * Every operation, masks 1 and 3, exact. */
+Test(conv2d, packed_driver_edges, .timeout = TEST_TIMEOUT)
+{
+    /* clang-format off */
+    static const shape shapes[] = {
+        {"3x3 48->80, pad 1", .n = 2, .h = 20, .w = 19, .cin = 48, .cout = 80, .kh = 3, .kw = 3,
+         .pt = 1, .pb = 1, .pl = 1, .pr = 1},
+        {"3x3 stride 2 40->56, pads 1 2 1 0", .n = 2, .h = 17, .w = 16, .cin = 40, .cout = 56,
+         .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pb = 2, .pl = 1},
+        {"3x3 dilation 2, groups 2, 64->64", .n = 2, .h = 12, .w = 13, .cin = 64, .cout = 64,
+         .g = 2, .kh = 3, .kw = 3, .dh = 2, .dw = 2, .pt = 2, .pb = 2, .pl = 2, .pr = 2},
+        {"1x1 200->20", .n = 3, .h = 9, .w = 9, .cin = 200, .cout = 20, .kh = 1, .kw = 1},
+        {"5x3 stride 1x2, 24->17, asymmetric pads", .n = 1, .h = 15, .w = 22, .cin = 24,
+         .cout = 17, .kh = 5, .kw = 3, .sw = 2, .pt = 2, .pl = 1, .pr = 2},
+    };
+    /* clang-format on */
+    static const int masks[] = {0x1, 0x3}, tiles[] = {0, 7, 300};
+    tally t = {"packed_driver_edges", 0, 0};
+    for (int si = 0; si < (int)(sizeof shapes / sizeof *shapes); ++si) {
+        exact_problem e;
+        exact_init(&e, &shapes[si], CG_LAYOUT_NHWC, 1000 + si);
+        check_shape_basics(&t, &shapes[si], &e.p.c);
+        for (int m = 0; m < 2; ++m)
+            for (int ti = 0; ti < 3; ++ti)
+                for (int op = 0; op < OP_COUNT; ++op)
+                    check_exact_call(&t, &shapes[si], &e, (op_id)op, masks[m], tiles[ti]);
+        exact_free(&e);
+    }
+    assert_no_failure(&t);
+}
+
 /* Random shapes: any groups (depthwise and depth multipliers included),
  * kernels, strides, dilations and pads, both layouts, random masks and tile
  * sizes; every operation exact as above. $CGT_SCALE (default 1) multiplies

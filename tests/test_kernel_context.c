@@ -61,7 +61,7 @@ static const cg_kernel_entry *entry_named(const char *name)
     return NULL;
 }
 
-static const char *const slots[] = {"gemm_panel",  "pack_rows",      "pack_rows_f16",
+static const char *const slots[] = {"gemm_panel",  "pack_rows",      "pack_rows_f16", "pack_transposed",
                                     "dwconv_rows", "dwconv3x3_rows", "dwconv_pixel",
                                     "f16_to_f32",  "f32_to_f16"};
 

@@ -173,6 +173,60 @@ static void check_pack_rows_f16(cg_pack_rows_f16_fn *fn, const char *name, cg_is
     check_rows(NULL, fn, name, nr);
 }
 
+/* ---- pack_transposed ------------------------------------------------ */
+
+/* Panels of every height the drivers use (the gemm_panel kernels' mr) and
+ * odd ones, every row count up to it, rows wholly inside, cut on either
+ * side or wholly padding (a pattern that breaks up the register blocks at
+ * every offset), windows [a, a + n) from several offsets and every width up
+ * to three blocks and a few: each element of the n steps must be its row's
+ * column (zero outside [lo, hi), and in rows m..mr-1); past them, canaries. */
+static void check_pack_transposed(cg_pack_transposed_fn *fn, const char *name, cg_isa isa, int mr,
+                                  int nr)
+{
+    (void)isa, (void)mr, (void)nr;
+    enum { ROWS = 24, SEG = 80, SRC = ROWS * SEG + 64, WIDEST = 3 * 8 + 4 };
+    enum { MOST = ROWS * WIDEST + 16 };
+    static float src[SRC], dst[MOST];
+    for (int i = 0; i < SRC; i++)
+        src[i] = (float)(i + 1);
+    const int heights[] = {8, 12, 24, 5, 13};
+    for (int pattern = 0; pattern < 3; pattern++) {
+        int64_t at[ROWS], lo[ROWS], hi[ROWS];
+        for (int r = 0; r < ROWS; r++) {
+            at[r] = (r * 7 % ROWS) * SEG + 3; /* rows out of order in src */
+            const int cut = pattern == 0 ? 0 : pattern == 1 ? r % 5 == 3 : r % 3 != 0;
+            lo[r] = cut && r % 2 ? 6 : 0;
+            hi[r] = !cut ? SEG : r % 4 == 0 ? 0 : SEG - 9;
+        }
+        const cg_pack_rows rows = {at, lo, hi};
+        for (size_t k = 0; k < sizeof heights / sizeof *heights; k++) {
+            const int64_t h = heights[k];
+            for (int64_t m = 0; m <= h; m++)
+                for (int64_t a = 0; a < 12; a += 5)
+                    for (int64_t n = 0; n <= WIDEST && a + n <= SEG; n++) {
+                        const int64_t floats = n * h + 16;
+                        cr_assert(floats <= MOST);
+                        for (int64_t e = 0; e < floats; e++)
+                            dst[e] = CANARY;
+                        fn(dst, h, m, n, src, &rows, a);
+                        for (int64_t e = 0; e < floats; e++) {
+                            const int64_t j = e / h, r = e % h, col = a + j;
+                            float want = CANARY;
+                            if (j < n)
+                                want = r < m && col >= lo[r] && col < hi[r] ? src[at[r] + col]
+                                                                            : 0.0f;
+                            cr_assert(memcmp(&dst[e], &want, sizeof want) == 0,
+                                      "%s: mr %lld m %lld a %lld n %lld pattern %d: row %lld "
+                                      "step %lld is %g, want %g",
+                                      name, (long long)h, (long long)m, (long long)a, (long long)n,
+                                      pattern, (long long)r, (long long)j, dst[e], want);
+                        }
+                    }
+        }
+    }
+}
+
 /* ---- dwconv_rows, dwconv3x3_rows ----------------------------------------------------- */
 
 static double element(const void *t, int64_t i, size_t dtype_size)

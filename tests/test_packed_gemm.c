@@ -9,6 +9,7 @@
  * whole, must stay as they were. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gemm/gemm.h"

@@ -32,6 +32,16 @@ typedef struct cg_gemm_blocking {
 const cg_gemm_blocking *cg_gemm_blocking_here(void);
 int cg_gemm_uses_packed(void);
 
+/* Widest panel of any gemm_panel kernel (mr and nr), and the largest kc. */
+enum { CG_PANEL_MOST = 64, CG_KC_MOST = 256 };
+
+/* Rows [0, rows) x steps [0, kb) of the matrix whose element (r, p) is
+ * x[r*stride_r + p*stride_p], as panels of w rows (w <= CG_PANEL_MOST): panel
+ * q holds element (q*w + r, p) at dst[q*w*kb + p*w + r], zeros in a last
+ * panel's missing rows. */
+void cg_pack_panels(const float *x, size_t stride_r, size_t stride_p, int rows, int kb, int w,
+                    float *dst);
+
 /* Floats of packing space cg_gemm_packed needs with blocking bl. */
 size_t cg_gemm_pack_floats(const cg_gemm_blocking *bl);
 
@@ -47,4 +57,36 @@ void cg_gemm_packed(const cg_gemm_blocking *bl, int trans_a, int trans_b, int m,
  * whether it ran: 0 leaves C to the caller's other path. */
 int cg_gemm_try_packed(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
                        const float *b, int ldb, float beta, float *c, int ldc);
+
+/* ---- the packed driver with A read from the tensors (src/gemm/rows.c) -- */
+
+/* A matrix whose rows are pixels and whose columns run along segments of a
+ * tensor: element (r, k) is column col0 + k % seg_len of row r's segment
+ * k / seg_len, read through that segment's tables (cg_pack_rows indexed by
+ * row: entries [s * apart + r]), zero outside [lo, hi). The forward's
+ * im2col(x), the input gradient's gathered dy: packed from the tensors, never
+ * copied out whole. A segment's [lo, hi) starts and ends on multiples of
+ * `piece` (a tap's channels): the packing is cut there, so each call's rows
+ * are wholly inside or wholly outside. */
+typedef struct cg_rows_matrix {
+    const float *src;
+    const int64_t *at, *lo, *hi;
+    int64_t apart, seg_len, piece, col0;
+} cg_rows_matrix;
+
+/* Floats B (k x n) takes packed for cg_gemm_rows: for each kc block of k
+ * (kb steps, at pc * round_up(n, nr)), its micro-panels of nr columns one
+ * after another, kb steps of nr floats each (cg_pack_panels' layout). */
+size_t cg_rows_b_floats(const cg_gemm_blocking *bl, int64_t k, int64_t n);
+
+/* Floats of A's packing space cg_gemm_rows needs (mc x kc). */
+size_t cg_rows_a_floats(const cg_gemm_blocking *bl);
+
+/* C[r][j] = sum over p < k of A(r, p) B(p, j) + beta*C[r][j] for r < m, j < n
+ * (C row-major, ldc apart; beta 0: C not read), A through its tables (rows
+ * [0, m)), B packed as cg_rows_b_floats says; `pack` holds
+ * cg_rows_a_floats(bl) floats. Runs on the calling thread. */
+void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
+                  const cg_rows_matrix *a, const float *b_packed, float beta, float *c,
+                  int64_t ldc, float *pack);
 #endif

@@ -12,13 +12,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include "gemm/packed_x86.h"
 #include "kernels/context.h"
 #include "thread_scratch.h"
 
 /* Chosen once per process (choose, below). */
 static cg_gemm_blocking g_here;
-static int g_use_packed, g_avx2;
+static int g_use_packed;
 static pthread_once_t g_choose_once = PTHREAD_ONCE_INIT;
 static void choose(void);
 
@@ -29,16 +28,25 @@ static int min_int(int a, int b)
 
 /* ---- packing ---------------------------------------------------------- */
 
-/* Packs rows [0, rows) x steps [0, kb) of a matrix whose element (r, p) is
- * x[r*stride_r + p*stride_p] into micro-panels of w rows: panel q holds
- * element (q*w + r, p) at q*w*kb + p*w + r, and zeros in a last panel's
- * missing rows (the kernel multiplies them, and stores nothing of them). */
-static void pack_panels(const float *x, size_t stride_r, size_t stride_p, int rows, int kb, int w,
-                        float *dst)
+/* A last panel's missing rows are zeros: the kernel multiplies them, and
+ * stores nothing of them. */
+void cg_pack_panels(const float *x, size_t stride_r, size_t stride_p, int rows, int kb, int w,
+                    float *dst)
 {
+    const cg_kernel_context *kx = cg_kernels();
     for (int q = 0; q < rows; q += w, dst += (size_t)w * kb) {
         const int h = min_int(w, rows - q);
         const float *src = x + (size_t)q * stride_r;
+        if (stride_p == 1) { /* a panel row is one run of x: the transposing packer */
+            int64_t at[CG_PANEL_MOST], lo[CG_PANEL_MOST], hi[CG_PANEL_MOST];
+            for (int r = 0; r < h; r++) {
+                at[r] = (int64_t)r * (int64_t)stride_r;
+                lo[r] = 0;
+                hi[r] = kb;
+            }
+            kx->pack_transposed(dst, w, h, kb, src, &(cg_pack_rows){at, lo, hi}, 0);
+            continue;
+        }
         for (int p = 0; h < w && p < kb; p++)
             memset(dst + (size_t)p * w + h, 0, (size_t)(w - h) * sizeof(float));
         if (stride_r == 1) { /* a panel's step p is one run of x */
@@ -47,12 +55,6 @@ static void pack_panels(const float *x, size_t stride_r, size_t stride_p, int ro
                     dst[(size_t)p * w + r] = src[(size_t)p * stride_p + r];
             continue;
         }
-#if CG_X86_KERNELS
-        if (g_avx2 && stride_p == 1) {
-            cg_pack_transposed_avx2(src, stride_r, h, kb, w, dst);
-            continue;
-        }
-#endif
         for (int r = 0; r < h; r++) /* read each row once, along its steps */
             for (int p = 0; p < kb; p++)
                 dst[(size_t)p * w + r] = src[(size_t)r * stride_r + (size_t)p * stride_p];
@@ -77,7 +79,6 @@ void cg_gemm_packed(const cg_gemm_blocking *bl, int trans_a, int trans_b, int m,
                     const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc,
                     float *pack)
 {
-    pthread_once(&g_choose_once, choose); /* the packers' ISA */
     if (k <= 0) {
         scale_by_beta(m, n, beta, c, ldc);
         return;
@@ -91,10 +92,10 @@ void cg_gemm_packed(const cg_gemm_blocking *bl, int trans_a, int trans_b, int m,
         for (int pc = 0; pc < k; pc += bl->kc) {
             const int kb = min_int(bl->kc, k - pc);
             const float step = pc > 0 ? 1.0f : beta;
-            pack_panels(b + jc * b_r + pc * b_p, b_r, b_p, nb, kb, bl->nr, pb);
+            cg_pack_panels(b + jc * b_r + pc * b_p, b_r, b_p, nb, kb, bl->nr, pb);
             for (int ic = 0; ic < m; ic += bl->mc) {
                 const int mb = min_int(bl->mc, m - ic);
-                pack_panels(a + ic * a_r + pc * a_p, a_r, a_p, mb, kb, bl->mr, pa);
+                cg_pack_panels(a + ic * a_r + pc * a_p, a_r, a_p, mb, kb, bl->mr, pa);
                 /* a B micro-panel stays in L1 while A's stream past it */
                 for (int jr = 0; jr < nb; jr += bl->nr)
                     for (int ir = 0; ir < mb; ir += bl->mr)
@@ -108,7 +109,7 @@ void cg_gemm_packed(const cg_gemm_blocking *bl, int trans_a, int trans_b, int m,
 
 /* ---- this CPU's blocking and the choice against OpenBLAS --------------- */
 
-enum { KC_MOST = 256, MC_MOST = 256, NC_MOST = 512 };
+enum { MC_MOST = 256, NC_MOST = 512 };
 
 static int round_down(int x, int unit)
 {
@@ -122,7 +123,7 @@ static cg_gemm_blocking blocking_for(const cg_kernel_context *kx)
 {
     const cg_kernel_entry *e = kx->entry.gemm_panel;
     const int kc =
-        round_down(min_int(KC_MOST, (int)(kx->l1_bytes / 2 / (e->nr * (long)sizeof(float)))), 8);
+        round_down(min_int(CG_KC_MOST, (int)(kx->l1_bytes / 2 / (e->nr * (long)sizeof(float)))), 8);
     const int mc =
         round_down(min_int(MC_MOST, (int)(kx->l2_bytes / 4 / (kc * (long)sizeof(float)))), e->mr);
     return (cg_gemm_blocking){
@@ -166,7 +167,6 @@ static void choose(void)
     const cg_isa isa = kx->entry.gemm_panel->isa; /* REF: the plain C kernel */
     g_here = blocking_for(kx);
     g_use_packed = isa > CG_ISA_REF && openblas_isa() < isa;
-    g_avx2 = kx->isa >= CG_ISA_AVX2 && (kx->cpu_features & CG_CPU_AVX2);
 }
 
 const cg_gemm_blocking *cg_gemm_blocking_here(void)

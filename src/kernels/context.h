@@ -17,6 +17,7 @@ typedef struct cg_kernel_context {
     cg_gemm_panel_fn *gemm_panel; /* its A panel and B micro-panel: entry.gemm_panel->mr, ->nr */
     cg_pack_rows_fn *pack_rows;
     cg_pack_rows_f16_fn *pack_rows_f16;
+    cg_pack_transposed_fn *pack_transposed;
     cg_dwconv_rows_fn *dwconv_rows;
     cg_dwconv3x3_rows_fn *dwconv3x3_rows; /* NULL where no 3x3 kernel runs */
     cg_dwconv_pixel_fn *dwconv_pixel;
@@ -25,7 +26,7 @@ typedef struct cg_kernel_context {
 
     /* The list's line of each chosen kernel (its name, ISA, tile), or NULL. */
     struct {
-        const cg_kernel_entry *gemm_panel, *pack_rows, *pack_rows_f16, *dwconv_rows,
+        const cg_kernel_entry *gemm_panel, *pack_rows, *pack_rows_f16, *pack_transposed, *dwconv_rows,
             *dwconv3x3_rows, *dwconv_pixel, *f16_to_f32, *f32_to_f16;
     } entry;
 } cg_kernel_context;

@@ -65,6 +65,14 @@ typedef void cg_pack_rows_fn(float *dst, const cg_panel_layout *to, int64_t kb, 
 typedef void cg_pack_rows_f16_fn(float *dst, const cg_panel_layout *to, int64_t kb, int64_t n,
                                  const void *src_halves, const cg_pack_rows *rows, int64_t a);
 
+/* The transposing packer, for A panels whose rows are pixels (the forward's
+ * x, the input gradient's dy): one panel of mr rows, dst[j*mr + r] = column
+ * a + j of row r's segment (src[rows->at[r] + a + j], zero outside
+ * [rows->lo[r], rows->hi[r])) for r < m <= mr and j < n, and zero in rows m
+ * to mr - 1; nothing else written. The tables are indexed by row here. */
+typedef void cg_pack_transposed_fn(float *dst, int64_t mr, int64_t m, int64_t n, const float *src,
+                                   const cg_pack_rows *rows, int64_t a);
+
 /* Depthwise weight gradient over rows [first, last) of the sum, channels
  * [c_first, c_last): dst[c - c_first][tap] = sum of dy[row][c] *
  * x[in(row, tap)][c]; fp32 or fp16 tensors as plan->dtype_size says. `acc`

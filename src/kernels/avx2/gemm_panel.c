@@ -13,6 +13,23 @@ enum { PANEL = 12, NR = 16 };
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
+/* acc[r][v] += a[r] * b[8v..8v+7], one step of the sum. */
+__attribute__((target("avx2,fma"))) static ALWAYS_INLINE void
+fma_step(const int rows, const int nv, const float *a, const float *b, __m256 acc[12][2])
+{
+    __m256 bv[2];
+#pragma GCC unroll 2
+    for (int v = 0; v < nv; v++)
+        bv[v] = _mm256_loadu_ps(b + 8 * v);
+#pragma GCC unroll 12
+    for (int r = 0; r < rows; r++) {
+        const __m256 av = _mm256_broadcast_ss(a + r);
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+}
+
 __attribute__((target("avx2,fma"))) static ALWAYS_INLINE void
 tile(const int rows, const int nv, int m, int n, int k, const float *a, const float *b, float beta,
      float *c, int ldc, const char **prefetch, const char *prefetch_end)
@@ -27,23 +44,18 @@ tile(const int rows, const int nv, int m, int n, int k, const float *a, const fl
 #pragma GCC unroll 2
         for (int v = 0; v < nv; v++)
             acc[r][v] = _mm256_setzero_ps();
-    for (int p = 0; p < k; p++, a += PANEL, b += NR) {
-        if ((p & 1) == 0 && pf < prefetch_end) { /* a line every other step */
+    /* two steps an iteration, a prefetched line each: no test a step */
+    int p = 0;
+    for (; p + 2 <= k; p += 2, a += 2 * PANEL, b += 2 * NR) {
+        if (pf < prefetch_end) {
             _mm_prefetch(pf, _MM_HINT_T1);
             pf += 64;
         }
-        __m256 bv[2];
-#pragma GCC unroll 2
-        for (int v = 0; v < nv; v++)
-            bv[v] = _mm256_loadu_ps(b + 8 * v);
-#pragma GCC unroll 12
-        for (int r = 0; r < rows; r++) {
-            const __m256 av = _mm256_broadcast_ss(a + r);
-#pragma GCC unroll 2
-            for (int v = 0; v < nv; v++)
-                acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
-        }
+        fma_step(rows, nv, a, b, acc);
+        fma_step(rows, nv, a + PANEL, b + NR, acc);
     }
+    if (p < k)
+        fma_step(rows, nv, a, b, acc);
     *prefetch = pf;
     const int tail = n - 8 * (nv - 1); /* columns of the last vector, 1..8 */
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -149,4 +161,112 @@ AVX2_F16C void cg_f16_pack_rows_f16c(float *dst, const cg_panel_layout *to, int6
                                      const void *src_halves, const cg_pack_rows *rows, int64_t a)
 {
     pack_rows(dst, to, kb, n, src_halves, rows, a, 1);
+}
+
+/* ---- pack_transposed ------------------------------------------------- */
+
+/* Rows go 8 or 4 at a time, 8 x 8 (4 x 8) blocks transposed in registers,
+ * where a float at a time would take one store per element: rows whose
+ * columns [a, a + n) are all inside the segment, and rows all outside it
+ * (padding: zeros, nothing read). A block with a row cut inside the window,
+ * and the last few rows, go a float at a time. */
+#define AVX2 __attribute__((target("avx2")))
+
+/* Steps j..j+7 of rows p[0..7] (NULL: zeros, where `padding`) into
+ * dst[s*mr + i] (dst at step j, row 0). */
+AVX2 static ALWAYS_INLINE void transpose8(const float *const *p, int64_t j, int64_t mr, float *dst,
+                                          const int padding)
+{
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = !padding || p[i] ? _mm256_loadu_ps(p[i] + j) : _mm256_setzero_ps();
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4)
+        for (int k = 0; k < 2; k++) {
+            r[i + k] = _mm256_shuffle_ps(t[i + k], t[i + k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+            r[i + k + 2] = _mm256_shuffle_ps(t[i + k], t[i + k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        }
+    /* r[0..3] hold steps 0, 2, 1, 3 of rows 0-3 (low lanes: steps 0-3, high: 4-7) */
+    static const int order[4] = {0, 2, 1, 3};
+    for (int s = 0; s < 4; s++) {
+        const __m256 lo = r[order[s]], hi = r[4 + order[s]];
+        _mm256_storeu_ps(dst + s * mr, _mm256_permute2f128_ps(lo, hi, 0x20));
+        _mm256_storeu_ps(dst + (s + 4) * mr, _mm256_permute2f128_ps(lo, hi, 0x31));
+    }
+}
+
+/* The same for rows p[0..3]: steps s and s + 4 come out of one vector. */
+AVX2 static ALWAYS_INLINE void transpose4(const float *const *p, int64_t j, int64_t mr, float *dst)
+{
+    __m256 r[4], t[4];
+    for (int i = 0; i < 4; i++)
+        r[i] = p[i] ? _mm256_loadu_ps(p[i] + j) : _mm256_setzero_ps();
+    for (int i = 0; i < 4; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    r[0] = _mm256_shuffle_ps(t[0], t[2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[1] = _mm256_shuffle_ps(t[0], t[2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[2] = _mm256_shuffle_ps(t[1], t[3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[3] = _mm256_shuffle_ps(t[1], t[3], _MM_SHUFFLE(3, 2, 3, 2));
+    for (int s = 0; s < 4; s++) {
+        _mm_storeu_ps(dst + s * mr, _mm256_castps256_ps128(r[s]));
+        _mm_storeu_ps(dst + (s + 4) * mr, _mm256_extractf128_ps(r[s], 1));
+    }
+}
+
+/* Whether rows [r, r + count) have columns [a, a + n) all inside or all
+ * outside their segments. */
+static int whole_rows(const cg_pack_rows *rows, int64_t r, int64_t count, int64_t a, int64_t n)
+{
+    for (int64_t i = r; i < r + count; i++) {
+        const int64_t lo = rows->lo[i], hi = rows->hi[i];
+        if (!(lo <= a && a + n <= hi) && !(hi <= a || a + n <= lo || hi <= lo))
+            return 0;
+    }
+    return 1;
+}
+
+AVX2 void cg_f32_pack_transposed_avx2(float *dst, int64_t mr, int64_t m, int64_t n,
+                                      const float *src, const cg_pack_rows *rows, int64_t a)
+{
+    int64_t r = 0;
+    while (r < m) {
+        const int64_t block = m - r >= 8 && whole_rows(rows, r, 8, a, n)   ? 8
+                              : m - r >= 4 && whole_rows(rows, r, 4, a, n) ? 4
+                                                                           : 1;
+        if (block == 1) { /* a float at a time, zeros outside [lo, hi) */
+            const int64_t lo = rows->lo[r], hi = rows->hi[r];
+            for (int64_t j = 0; j < n; j++)
+                dst[j * mr + r] = a + j >= lo && a + j < hi ? src[rows->at[r] + a + j] : 0.0f;
+            r++;
+            continue;
+        }
+        const float *p[8];
+        int padding = 0;
+        for (int64_t i = 0; i < block; i++) {
+            const int in = rows->lo[r + i] <= a && a + n <= rows->hi[r + i];
+            p[i] = in ? src + rows->at[r + i] + a : NULL;
+            padding |= !in;
+        }
+        int64_t j = 0;
+        if (block == 8 && !padding) /* the common case, without a test a row */
+            for (; j + 8 <= n; j += 8)
+                transpose8(p, j, mr, dst + j * mr + r, 0);
+        for (; j + 8 <= n; j += 8)
+            if (block == 8)
+                transpose8(p, j, mr, dst + j * mr + r, 1);
+            else
+                transpose4(p, j, mr, dst + j * mr + r);
+        for (; j < n; j++)
+            for (int64_t i = 0; i < block; i++)
+                dst[j * mr + r + i] = p[i] ? p[i][j] : 0.0f;
+        r += block;
+    }
+    for (; r < mr; r++)
+        for (int64_t j = 0; j < n; j++)
+            dst[j * mr + r] = 0.0f;
 }

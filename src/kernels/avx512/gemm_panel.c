@@ -14,6 +14,23 @@ enum { PANEL = 24, NR = 48 };
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
+/* acc[r][v] += a[r] * b[16v..16v+15], one step of the sum. */
+__attribute__((target("avx512f"))) static ALWAYS_INLINE void
+fma_step(const int rows, const int nv, const float *a, const float *b, __m512 acc[24][3])
+{
+    __m512 bv[3];
+#pragma GCC unroll 3
+    for (int v = 0; v < nv; v++)
+        bv[v] = _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 24
+    for (int r = 0; r < rows; r++) {
+        const __m512 av = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 3
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+}
+
 __attribute__((target("avx512f"))) static ALWAYS_INLINE void
 tile(const int rows, const int nv, int m, int n, int k, const float *a, const float *b, float beta,
      float *c, int ldc, const char **prefetch, const char *prefetch_end)
@@ -28,23 +45,18 @@ tile(const int rows, const int nv, int m, int n, int k, const float *a, const fl
 #pragma GCC unroll 3
         for (int v = 0; v < nv; v++)
             acc[r][v] = _mm512_setzero_ps();
-    for (int p = 0; p < k; p++, a += PANEL, b += NR) {
-        if ((p & 1) == 0 && pf < prefetch_end) { /* a line every other step */
+    /* two steps an iteration, a prefetched line each: no test a step */
+    int p = 0;
+    for (; p + 2 <= k; p += 2, a += 2 * PANEL, b += 2 * NR) {
+        if (pf < prefetch_end) {
             _mm_prefetch(pf, _MM_HINT_T1);
             pf += 64;
         }
-        __m512 bv[3];
-#pragma GCC unroll 3
-        for (int v = 0; v < nv; v++)
-            bv[v] = _mm512_loadu_ps(b + 16 * v);
-#pragma GCC unroll 24
-        for (int r = 0; r < rows; r++) {
-            const __m512 av = _mm512_set1_ps(a[r]);
-#pragma GCC unroll 3
-            for (int v = 0; v < nv; v++)
-                acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-        }
+        fma_step(rows, nv, a, b, acc);
+        fma_step(rows, nv, a + PANEL, b + NR, acc);
     }
+    if (p < k)
+        fma_step(rows, nv, a, b, acc);
     *prefetch = pf;
     const int tail = n - 16 * (nv - 1); /* columns of the last vector, 1..16 */
     const __mmask16 last = (__mmask16)(tail >= 16 ? 0xFFFFu : (1u << tail) - 1u);

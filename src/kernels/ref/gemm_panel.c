@@ -54,3 +54,11 @@ void cg_f16_pack_rows_ref(float *dst, const cg_panel_layout *to, int64_t kb, int
 {
     pack_rows(dst, to, kb, n, src_halves, 1, rows, a);
 }
+
+void cg_f32_pack_transposed_ref(float *dst, int64_t mr, int64_t m, int64_t n, const float *src,
+                                const cg_pack_rows *rows, int64_t a)
+{
+    for (int64_t r = 0; r < mr; r++)
+        for (int64_t j = 0; j < n; j++)
+            dst[j * mr + r] = r < m ? column(src, 0, rows, r, a + j) : 0.0f;
+}
