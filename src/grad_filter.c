@@ -332,24 +332,29 @@ static cg_status grad_filter_private_general(const call *c, cg_error *err)
     const cg_plan *p = &c->plan;
     float *direct = direct_out(c);
     const int64_t block = direct ? p->cout_g : min64(p->cout_g, p->budget_floats / p->row_len);
-    const cg_dw_block widest = {0, direct ? p->groups : 1, 0, block, 0, p->row_len};
+    /* whole groups a pass, as many as the budget holds */
+    const int64_t group_floats = p->cout_g * p->row_len;
+    const int64_t together = direct             ? p->groups
+                             : block < p->cout_g ? 1
+                                                 : min64(p->groups, p->budget_floats / group_floats);
+    const cg_dw_block widest = {0, together, 0, block, 0, p->row_len};
     const int64_t kc = cg_general_rows_per_pass(&widest, p->rows);
     const size_t floats = (size_t)cg_general_scratch_floats(p, kc, &widest);
-    float *acc = c->workspace, *scratch = cg_thread_floats(floats);
-    if (scratch == NULL)
+    float *acc = c->workspace, *scratch = floats ? cg_thread_floats(floats) : NULL;
+    if (floats && scratch == NULL)
         return cg_fail(err, CG_ERR_NO_MEMORY, "could not allocate %zu bytes of packing space",
                        floats * sizeof(float));
     if (direct) {
         cg_general_rows(p, c->dy, c->x, &widest, 0, p->rows, kc, scratch, 1.0f, direct);
         return CG_OK;
     }
-    for (int64_t g = 0; g < p->groups; g++)
+    for (int64_t g = 0; g < p->groups; g += together)
         for (int64_t co0 = 0; co0 < p->cout_g; co0 += block) {
-            int64_t co1 = min64(p->cout_g, co0 + block);
-            const cg_dw_block blk = {g, g + 1, co0, co1, 0, p->row_len};
+            const int64_t co1 = min64(p->cout_g, co0 + block), g1 = min64(p->groups, g + together);
+            const cg_dw_block blk = {g, g1, co0, co1, 0, p->row_len};
             cg_general_rows(p, c->dy, c->x, &blk, 0, p->rows, kc, scratch, 0.0f, acc);
             finish_into_out(c, (size_t)((g * p->cout_g + co0) * p->row_len), acc,
-                            (size_t)((co1 - co0) * p->row_len));
+                            (size_t)((g1 - g) * (co1 - co0) * p->row_len));
         }
     return CG_OK;
 }

@@ -76,12 +76,24 @@ static int groups_together(const cg_plan *p, const cg_dw_block *blk, const cg_ge
            blk->col_last == p->row_len && p->row_len <= bl->nr && !by_kernel_rows(p);
 }
 
+/* Whether blk is whole groups of a few channels each, as many in as out:
+ * the grouped_rows kernels' shifted depthwise sums (kernels/grouped_rows_body.h)
+ * rather than packed GEMMs of a few floats a row. */
+static int grouped_few(const cg_plan *p, const cg_dw_block *blk)
+{
+    return p->groups > 1 && p->cin_g == p->cout_g && p->cin_g <= CG_GROUPED_MOST &&
+           blk->co_first == 0 && blk->co_last == p->cout_g && blk->col_first == 0 &&
+           blk->col_last == p->row_len;
+}
+
 /* The A panels (a multiple of mr floats a step) and a B micro-panel, or each
  * group's (groups_together), and the tables of dy's rows and of x's
  * segments, for kc rows a pass. */
 int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t kc, const cg_dw_block *blk)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
+    if (grouped_few(plan, blk))
+        return 0; /* its sums stay in registers */
     int64_t s0, s1;
     segments_of(plan, blk->col_first, blk->col_last, &s0, &s1);
     const int64_t tables = 3 * kc * (1 + s1 - s0); /* int64s */
@@ -253,6 +265,11 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     const cg_kernel_context *k = cg_kernels();
+    if (grouped_few(plan, blk)) {
+        k->grouped_rows(plan, dy, x, blk->group_first * plan->cin_g,
+                        blk->group_last * plan->cin_g, first, last, beta, dst);
+        return;
+    }
     const int64_t mr = bl->mr, nr = bl->nr;
     const int64_t m = blk->co_last - blk->co_first, row_len = plan->row_len;
     const int64_t c0 = blk->col_first, c1 = blk->col_last, seg = segment_width(plan);

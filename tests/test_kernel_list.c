@@ -375,6 +375,98 @@ static void check_dwconv(cg_dwconv_rows_fn *fn, const char *name, int nr, int an
 #define check_dwconv_rows(fn, name, isa, mr, nr) check_dwconv(fn, name, nr, 1)
 #define check_dwconv3x3_rows(fn, name, isa, mr, nr) check_dwconv(fn, name, nr, 0)
 
+/* ---- grouped_rows ---------------------------------------------------- */
+
+/* Groups of 1, 2, 3, 4 and 8 channels; kernels 3x3, 5x3 and 2x2, strided,
+ * dilated, padded on any side; every group, or all but the first and last
+ * (c_first past 0); a core's share of rows that starts and ends mid-image;
+ * beta 0 (dst never read: NaN there must not come through) and 1; fp32 and
+ * fp16. Small integers, so every order of the sum is exact: each element
+ * must equal the oracle's sum of its own group's products, and the float
+ * after the block stay untouched. */
+static void check_grouped_rows(cg_grouped_rows_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+{
+    (void)isa, (void)mr, (void)nr;
+    /* clang-format off */
+    static const struct { int g, groups; cgt_shape s; } cases[] = {
+        {4, 6, {.n = 2, .h = 9, .w = 8, .kh = 3, .kw = 3, .pu = 1, .pd = 1, .pl = 1, .pr = 1}},
+        {2, 11, {.n = 1, .h = 12, .w = 11, .kh = 5, .kw = 3, .sh = 2, .sw = 2, .dh = 2, .dw = 2,
+                 .pu = 3, .pd = 1, .pl = 2}},
+        {8, 3, {.n = 2, .h = 7, .w = 9, .kh = 3, .kw = 3, .pd = 2, .pr = 1}},
+        {3, 5, {.n = 3, .h = 6, .w = 5, .kh = 2, .kw = 2, .sw = 2, .pl = 1}},
+        {1, 9, {.n = 2, .h = 8, .w = 8, .kh = 3, .kw = 3, .dh = 2, .dw = 2, .pu = 2, .pd = 2,
+                .pl = 2, .pr = 2}},
+    };
+    /* clang-format on */
+    cgt_rng rng;
+    cgt_rng_seed(&rng, cgt_base_seed());
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int dtype = 4; dtype >= 2; dtype -= 2)
+            for (int part = 0; part < 2; part++)
+                for (int beta = 0; beta < 2; beta++) {
+                    cgt_shape sh = cases[i].s;
+                    const int64_t g = cases[i].g;
+                    sh.cin = sh.cout = (int)(g * cases[i].groups);
+                    sh.g = cases[i].groups;
+                    ConvParameter prm = cgt_param(&sh);
+                    cg_plan p;
+                    cr_assert_eq(cg_plan_make(&prm, (size_t)dtype, &p), CG_OK);
+                    const size_t dy_n = ref_dy_elems(&prm), x_n = ref_x_elems(&prm);
+                    float *dyf = malloc(dy_n * 4), *xf = malloc(x_n * 4);
+                    uint16_t *dyh = malloc(dy_n * 2), *xh = malloc(x_n * 2);
+                    for (size_t e = 0; e < dy_n; e++) {
+                        dyf[e] = (float)cgt_rng_int(&rng, -3, 3);
+                        dyh[e] = ref_float_to_half(dyf[e]);
+                    }
+                    for (size_t e = 0; e < x_n; e++) {
+                        xf[e] = (float)cgt_rng_int(&rng, -3, 3);
+                        xh[e] = ref_float_to_half(xf[e]);
+                    }
+                    const int64_t c_first = part ? g : 0,
+                                  c_last = p.cin - (part ? g : 0);
+                    const int64_t first = part ? p.rows / 3 : 0,
+                                  last = part ? p.rows - p.rows / 4 : p.rows;
+                    const int64_t out_n = (c_last - c_first) * p.row_len;
+                    float *got = malloc(sizeof(float) * (size_t)(out_n + 1));
+                    double *want = malloc(sizeof(double) * (size_t)out_n);
+                    for (int64_t e = 0; e < out_n; e++) {
+                        got[e] = beta ? (float)cgt_rng_int(&rng, -5, 5) : NAN;
+                        want[e] = beta ? got[e] : 0.0;
+                    }
+                    got[out_n] = CANARY;
+                    const int64_t plane = p.out_h * p.out_w;
+                    for (int64_t row = first; row < last; row++)
+                        for (int64_t kh = 0; kh < p.kernel_h; kh++)
+                            for (int64_t kw = 0; kw < p.kernel_w; kw++) {
+                                const int64_t b = row / plane, oh = row % plane / p.out_w,
+                                              ow = row % p.out_w;
+                                const int64_t iy = oh * p.stride_h + kh * p.dil_h - p.pad_u;
+                                const int64_t ix = ow * p.stride_w + kw * p.dil_w - p.pad_l;
+                                if (iy < 0 || iy >= p.in_h || ix < 0 || ix >= p.in_w)
+                                    continue;
+                                for (int64_t c = c_first; c < c_last; c += g)
+                                    for (int64_t co = 0; co < g; co++)
+                                        for (int64_t ci = 0; ci < g; ci++)
+                                            want[(c - c_first + co) * p.row_len +
+                                                 (kh * p.kernel_w + kw) * g + ci] +=
+                                                (double)dyf[row * p.cout + c + co] *
+                                                xf[((b * p.in_h + iy) * p.in_w + ix) * p.cin + c +
+                                                   ci];
+                            }
+                    fn(&p, dtype == 4 ? (const void *)dyf : dyh,
+                       dtype == 4 ? (const void *)xf : xh, c_first, c_last, first, last,
+                       beta ? 1.0f : 0.0f, got);
+                    for (int64_t e = 0; e < out_n; e++)
+                        cr_assert(got[e] == want[e],
+                                  "%s: case %zu, fp%d, part %d, beta %d: element %lld is %g, "
+                                  "want %g",
+                                  name, i, dtype * 8, part, beta, (long long)e, got[e], want[e]);
+                    cr_assert(memcmp(&got[out_n], &CANARY, sizeof CANARY) == 0,
+                              "%s: case %zu wrote past the block", name, i);
+                    free(dyf), free(xf), free(dyh), free(xh), free(got), free(want);
+                }
+}
+
 /* ---- dwconv_pixel ------------------------------------------------------- */
 
 /* Every channel count up to 4 tiles and a prime past them, taps missing

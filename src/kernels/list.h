@@ -82,6 +82,17 @@ typedef void cg_dwconv_rows_fn(const cg_plan *plan, const void *dy, const void *
                                int64_t c_last, int64_t first, int64_t last, float *acc, float *dst);
 typedef cg_dwconv_rows_fn cg_dwconv3x3_rows_fn;
 
+/* Grouped weight gradient, G = cin_g = cout_g channels a group (G <=
+ * CG_GROUPED_MOST), over rows [first, last) and the whole groups of channels
+ * [c_first, c_last): dst[(c - c_first) / G * G + co][tap * G + ci] (rows
+ * row_len apart; c's group, co and ci < G) = (beta ? dst : 0) + the sum of
+ * dy[row][group's co] * x[in(row, tap)][group's ci]; fp32 or fp16 tensors
+ * as plan->dtype_size says. */
+typedef void cg_grouped_rows_fn(const cg_plan *plan, const void *dy, const void *x,
+                                int64_t c_first, int64_t c_last, int64_t first, int64_t last,
+                                float beta, float *dst);
+enum { CG_GROUPED_MOST = 8 };
+
 /* One pixel of a depthwise convolution: out[c] = (init ? init[c] : 0) +
  * the sum over taps t with x[t] != NULL of x[t][c] * w[t * n + c], c < n. */
 typedef void cg_dwconv_pixel_fn(float *restrict out, const float *restrict init,

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include "kernels/dwconv_rows_body.h"
+#include "kernels/grouped_rows_body.h"
 #include "kernels/list.h"
 
 enum { LANES = 8 };
@@ -32,4 +33,190 @@ cg_f32_dwconv_rows_avx2(const cg_plan *plan, const void *dy, const void *x, int6
                         int64_t c_last, int64_t first, int64_t last, float *acc, float *dst)
 {
     cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, dst);
+}
+
+/* ---- grouped, a few channels a group (kernels/grouped_rows_body.h) ---- */
+
+#define AVX2_F16C __attribute__((target("avx2,fma,f16c")))
+
+/* Eight lanes of `tensor` from element i, `mask`'s lanes (others zero);
+ * fp16 through a copy where eight halves from i would pass the tensor's
+ * `total` elements (AVX2 has no masked 16-bit load). */
+AVX2_F16C static inline __attribute__((always_inline)) __m256
+load8(const void *tensor, int64_t i, __m256i mask, int64_t total, const int half)
+{
+    if (!half)
+        return _mm256_maskload_ps((const float *)tensor + i, mask);
+    const uint16_t *h = (const uint16_t *)tensor + i;
+    uint16_t few[LANES] = {0};
+    if (i + LANES > total) {
+        memcpy(few, h, (size_t)(total - i) * sizeof *h);
+        h = few;
+    }
+    const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+    return _mm256_and_ps(v, _mm256_castsi256_ps(mask));
+}
+
+/* load8, or (whole: a chunk whose shifted loads all stay inside the call's
+ * channels) a plain load: the lanes that pair channels across groups then
+ * hold products the sums drop. */
+AVX2_F16C static inline __attribute__((always_inline)) __m256
+load_chunk(const void *tensor, int64_t i, __m256i mask, int64_t total, const int half,
+           const int whole)
+{
+    if (!whole)
+        return load8(tensor, i, mask, total, half);
+    if (half)
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)tensor + i)));
+    return _mm256_loadu_ps((const float *)tensor + i);
+}
+
+/* A chunk's shift masks and load offsets (avx512/dwconv.c: grouped_masks). */
+typedef struct grouped_masks {
+    __m256i up[CG_GROUPED_MOST], down[CG_GROUPED_MOST];
+    int64_t up_at[CG_GROUPED_MOST], down_at[CG_GROUPED_MOST];
+} grouped_masks;
+
+/* One output pixel (avx512/dwconv.c: grouped_pixel), eight lanes. */
+AVX2_F16C static inline __attribute__((always_inline)) void
+grouped_pixel(const int g, const int half, const int whole, const int taps, const int checked,
+              const grouped_masks *m, int64_t count, const void *dy, const void *x, int64_t y,
+              int64_t at, int64_t tap_step, int64_t ix, int64_t dil, int64_t in_w,
+              int64_t x_total, int64_t dy_total, __m256 *acc)
+{
+    __m256 yv[CG_GROUPED_MOST];
+#pragma GCC unroll 8
+    for (int d = 0; d < g; d++)
+        yv[d] = load_chunk(dy, y + m->up_at[d], m->up[d], dy_total, half, whole);
+#pragma GCC unroll 12
+    for (int t = 0; t < taps; t++) {
+        if (t >= count || (checked && (ix + t * dil < 0 || ix + t * dil >= in_w)))
+            continue;
+        const int64_t xt = at + t * tap_step;
+        const __m256 xv = load_chunk(x, xt, m->up[0], x_total, half, whole);
+        __m256 *a = acc + t * (2 * g - 1);
+#pragma GCC unroll 8
+        for (int d = 0; d < g; d++)
+            a[g - 1 + d] = _mm256_fmadd_ps(xv, yv[d], a[g - 1 + d]);
+#pragma GCC unroll 8
+        for (int d = 1; d < g; d++)
+            a[g - 1 - d] = _mm256_fmadd_ps(
+                load_chunk(x, xt + m->down_at[d], m->down[d], x_total, half, whole), yv[0],
+                a[g - 1 - d]);
+    }
+}
+
+/* The rows of a chunk (avx512/dwconv.c: grouped_rows_of). */
+AVX2_F16C static inline __attribute__((always_inline)) void
+grouped_rows_of(const int g, const int half, const int whole, const int taps,
+                const grouped_masks *m, const cg_plan *plan, const void *dy, const void *x,
+                int64_t c0, int64_t kh, int64_t kw0, int64_t count, int64_t r0, int64_t r1,
+                __m256 *acc)
+{
+    const int64_t sw = plan->stride_w, dil = plan->dil_w, in_w = plan->in_w;
+    const int64_t tap_step = dil * plan->cin, pixel_step = sw * plan->cin;
+    const int64_t last_tap = (count - 1) * dil;
+    const int64_t x_total = plan->batch * plan->in_h * in_w * plan->cin;
+    const int64_t dy_total = plan->rows * plan->cout;
+    cg_pixel px = cg_pixel_of_row(plan, r0);
+    for (int64_t row = r0; row < r1;) {
+        const int64_t run = plan->out_w - px.ow < r1 - row ? plan->out_w - px.ow : r1 - row;
+        const int64_t iy = px.oh * plan->stride_h + kh * plan->dil_h - plan->pad_u;
+        if (iy >= 0 && iy < plan->in_h) {
+            const int64_t line = (px.n * plan->in_h + iy) * in_w;
+            const int64_t ix = px.ow * sw + kw0 * dil - plan->pad_l;
+            int64_t inner_lo = ix >= 0 ? 0 : (-ix + sw - 1) / sw;
+            int64_t inner_hi = in_w - 1 - last_tap - ix >= 0 ? (in_w - 1 - last_tap - ix) / sw + 1 : 0;
+            inner_hi = inner_hi < run ? inner_hi : run;
+            inner_lo = inner_lo < inner_hi ? inner_lo : inner_hi;
+            int64_t y = row * plan->cout + c0, at = (line + ix) * plan->cin + c0;
+            for (int64_t j = 0; j < run; j++, y += plan->cout, at += pixel_step) {
+                if (j == inner_lo)
+                    for (; j < inner_hi; j++, y += plan->cout, at += pixel_step)
+                        grouped_pixel(g, half, whole, taps, 0, m, count, dy, x, y, at, tap_step,
+                                      0, dil, in_w, x_total, dy_total, acc);
+                if (j == run)
+                    break;
+                grouped_pixel(g, half, whole, taps, 1, m, count, dy, x, y, at, tap_step,
+                              ix + j * sw, dil, in_w, x_total, dy_total, acc);
+            }
+        }
+        row += run;
+        px.ow += run;
+        if (px.ow == plan->out_w) {
+            px.ow = 0;
+            if (++px.oh == plan->out_h) {
+                px.oh = 0;
+                px.n++;
+            }
+        }
+    }
+}
+
+/* The AVX-512 kernel's chunk (avx512/dwconv.c) on eight lanes, its sums in
+ * at most twelve registers (2G - 1 where that is more). */
+AVX2_F16C static inline __attribute__((always_inline)) void
+grouped_chunk_g(const int g, const int half, const cg_plan *plan, const void *dy, const void *x,
+                int64_t c_first, int64_t n, int64_t cb, int64_t kh, int64_t kw0, int64_t count,
+                int64_t r0, int64_t r1, float *sums)
+{
+    enum { MOST = 12 };
+    const int taps = MOST / (2 * g - 1) > 0 ? MOST / (2 * g - 1) : 1;
+    grouped_masks m;
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    for (int d = 0; d < g; d++) {
+        int up = 0, down = 0;
+        for (int l = 0; l < LANES && cb + l < n; l++) {
+            up |= cg_grouped_lane(cb + l, d, g) << l;
+            down |= cg_grouped_lane(cb + l, -d, g) << l;
+        }
+        m.up[d] = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(up), bit), bit);
+        m.down[d] = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(down), bit), bit);
+        m.up_at[d] = up ? d : 0;
+        m.down_at[d] = down ? d : 0;
+    }
+    __m256 acc[2 * MOST];
+#pragma GCC unroll 24
+    for (int a = 0; a < taps * (2 * g - 1); a++)
+        acc[a] = _mm256_setzero_ps();
+    if (cb + LANES + g - 1 <= n)
+        grouped_rows_of(g, half, 1, taps, &m, plan, dy, x, c_first + cb, kh, kw0, count, r0, r1,
+                        acc);
+    else
+        grouped_rows_of(g, half, 0, taps, &m, plan, dy, x, c_first + cb, kh, kw0, count, r0, r1,
+                        acc);
+#pragma GCC unroll 24
+    for (int a = 0; a < taps * (2 * g - 1); a++)
+        _mm256_storeu_ps(sums + a * LANES, acc[a]);
+}
+
+#define GROUPED_CHUNK(G, HALF)                                                                     \
+    AVX2_F16C static void grouped_chunk_##G##_##HALF(                                              \
+        const cg_plan *plan, const void *dy, const void *x, int64_t c_first, int64_t n,            \
+        int64_t cb, int64_t kh, int64_t kw0, int64_t count, int64_t r0, int64_t r1, float *sums)   \
+    {                                                                                              \
+        grouped_chunk_g(G, HALF, plan, dy, x, c_first, n, cb, kh, kw0, count, r0, r1, sums);       \
+    }
+#define GROUPED_CHUNKS(G) GROUPED_CHUNK(G, 0) GROUPED_CHUNK(G, 1)
+GROUPED_CHUNKS(1)
+GROUPED_CHUNKS(2)
+GROUPED_CHUNKS(3)
+GROUPED_CHUNKS(4)
+GROUPED_CHUNKS(5)
+GROUPED_CHUNKS(6)
+GROUPED_CHUNKS(7)
+GROUPED_CHUNKS(8)
+
+AVX2_F16C void cg_f32_grouped_rows_avx2(const cg_plan *plan, const void *dy, const void *x,
+                                        int64_t c_first, int64_t c_last, int64_t first,
+                                        int64_t last, float beta, float *dst)
+{
+    static cg_grouped_chunk_fn *const chunks[2][CG_GROUPED_MOST] = {
+        {grouped_chunk_1_0, grouped_chunk_2_0, grouped_chunk_3_0, grouped_chunk_4_0,
+         grouped_chunk_5_0, grouped_chunk_6_0, grouped_chunk_7_0, grouped_chunk_8_0},
+        {grouped_chunk_1_1, grouped_chunk_2_1, grouped_chunk_3_1, grouped_chunk_4_1,
+         grouped_chunk_5_1, grouped_chunk_6_1, grouped_chunk_7_1, grouped_chunk_8_1}};
+    const int most = 12 / (2 * plan->cin_g - 1) > 0 ? 12 : 2 * plan->cin_g - 1;
+    cg_grouped_rows_body(chunks[plan->dtype_size == 2][plan->cin_g - 1], LANES, most, plan, dy, x,
+                         c_first, c_last, first, last, beta, dst);
 }

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include "kernels/dwconv_rows_body.h"
+#include "kernels/grouped_rows_body.h"
 #include "kernels/list.h"
 
 enum { TAPS = 9, VECS = 2, LANES = 16, PREFETCH_PIXELS = 8 };
@@ -167,4 +168,174 @@ cg_f32_dwconv_rows_avx512(const cg_plan *plan, const void *dy, const void *x, in
                           int64_t c_last, int64_t first, int64_t last, float *acc, float *dst)
 {
     cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, dst);
+}
+
+/* ---- grouped, a few channels a group (kernels/grouped_rows_body.h) ---- */
+
+#define AVX512_FBWVL_INLINE                                                                        \
+    __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __attribute__((always_inline))
+
+/* The masks of a chunk's shifts d and -d (the lanes that pair channels of
+ * one group) and the offsets their loads take (0 for a shift with no lane:
+ * no address leaves the tensors). */
+typedef struct grouped_masks {
+    __mmask16 up[CG_GROUPED_MOST], down[CG_GROUPED_MOST];
+    int64_t up_at[CG_GROUPED_MOST], down_at[CG_GROUPED_MOST];
+} grouped_masks;
+
+/* load_lanes, or (whole: a chunk whose shifted loads all stay inside the
+ * call's channels) a plain load: the lanes that pair channels across groups
+ * then hold products the sums drop. */
+AVX512_FBWVL_INLINE __m512 load_chunk(const void *tensor, int64_t index, __mmask16 mask,
+                                      const int half, const int whole)
+{
+    if (!whole)
+        return load_lanes(tensor, index, mask, half);
+    if (half)
+        return _mm512_cvtph_ps(_mm256_loadu_si256(
+            (const __m256i *)((const unsigned char *)tensor + 2 * index)));
+    return _mm512_loadu_ps((const float *)tensor + index);
+}
+
+/* One output pixel: dy's 16 channels at y (shifts 0..G-1), x's at tap t's
+ * index at + t * tap_step (and its G - 1 shifts), 2G - 1 FMAs a tap; taps
+ * outside the image skipped where `checked` (ix: tap 0's column). */
+AVX512_FBWVL_INLINE void grouped_pixel(const int g, const int half, const int whole,
+                                       const int taps, const int checked, const grouped_masks *m,
+                                       int64_t count, const void *dy, const void *x, int64_t y,
+                                       int64_t at, int64_t tap_step, int64_t ix, int64_t dil,
+                                       int64_t in_w, __m512 *acc)
+{
+    __m512 yv[CG_GROUPED_MOST];
+#pragma GCC unroll 8
+    for (int d = 0; d < g; d++)
+        yv[d] = load_chunk(dy, y + m->up_at[d], m->up[d], half, whole);
+#pragma GCC unroll 24
+    for (int t = 0; t < taps; t++) {
+        if (t >= count || (checked && (ix + t * dil < 0 || ix + t * dil >= in_w)))
+            continue;
+        const int64_t xt = at + t * tap_step;
+        const __m512 xv = load_chunk(x, xt, m->up[0], half, whole);
+        __m512 *a = acc + t * (2 * g - 1);
+#pragma GCC unroll 8
+        for (int d = 0; d < g; d++)
+            a[g - 1 + d] = _mm512_fmadd_ps(xv, yv[d], a[g - 1 + d]);
+#pragma GCC unroll 8
+        for (int d = 1; d < g; d++)
+            a[g - 1 - d] = _mm512_fmadd_ps(
+                load_chunk(x, xt + m->down_at[d], m->down[d], half, whole), yv[0], a[g - 1 - d]);
+    }
+}
+
+/* The rows [r0, r1) of a chunk from channel c0 (see grouped_chunk_g), an
+ * output row's run at a time: its pixels whose taps are all inside the
+ * image go without checks, their addresses stepped along the run. */
+AVX512_FBWVL_INLINE void grouped_rows_of(const int g, const int half, const int whole,
+                                         const int taps, const grouped_masks *m,
+                                         const cg_plan *plan, const void *dy, const void *x,
+                                         int64_t c0, int64_t kh, int64_t kw0, int64_t count,
+                                         int64_t r0, int64_t r1, __m512 *acc)
+{
+    const int64_t sw = plan->stride_w, dil = plan->dil_w, in_w = plan->in_w;
+    const int64_t tap_step = dil * plan->cin, pixel_step = sw * plan->cin;
+    const int64_t last_tap = (count - 1) * dil;
+    cg_pixel px = cg_pixel_of_row(plan, r0);
+    for (int64_t row = r0; row < r1;) {
+        const int64_t run = plan->out_w - px.ow < r1 - row ? plan->out_w - px.ow : r1 - row;
+        const int64_t iy = px.oh * plan->stride_h + kh * plan->dil_h - plan->pad_u;
+        if (iy >= 0 && iy < plan->in_h) {
+            const int64_t line = (px.n * plan->in_h + iy) * in_w;
+            const int64_t ix = px.ow * sw + kw0 * dil - plan->pad_l; /* tap 0, the run's first */
+            /* the run's pixels j with every tap inside: [inner_lo, inner_hi) */
+            int64_t inner_lo = ix >= 0 ? 0 : (-ix + sw - 1) / sw;
+            int64_t inner_hi = in_w - 1 - last_tap - ix >= 0 ? (in_w - 1 - last_tap - ix) / sw + 1 : 0;
+            inner_hi = inner_hi < run ? inner_hi : run;
+            inner_lo = inner_lo < inner_hi ? inner_lo : inner_hi;
+            int64_t y = row * plan->cout + c0, at = (line + ix) * plan->cin + c0;
+            for (int64_t j = 0; j < run; j++, y += plan->cout, at += pixel_step) {
+                if (j == inner_lo)
+                    for (; j < inner_hi; j++, y += plan->cout, at += pixel_step)
+                        grouped_pixel(g, half, whole, taps, 0, m, count, dy, x, y, at, tap_step,
+                                      0, dil, in_w, acc);
+                if (j == run)
+                    break;
+                grouped_pixel(g, half, whole, taps, 1, m, count, dy, x, y, at, tap_step,
+                              ix + j * sw, dil, in_w, acc);
+            }
+        }
+        row += run;
+        px.ow += run;
+        if (px.ow == plan->out_w) {
+            px.ow = 0;
+            if (++px.oh == plan->out_h) {
+                px.oh = 0;
+                px.n++;
+            }
+        }
+    }
+}
+
+/* The chunk for G channels a group and one storage (constants once inlined,
+ * so the sums are registers): taps [kw0, kw0 + count) of kernel row kh,
+ * count <= 24 / (2G - 1), over rows [r0, r1); without masks where its
+ * shifted loads stay inside the call's channels. */
+AVX512_FBWVL_INLINE void grouped_chunk_g(const int g, const int half, const cg_plan *plan,
+                                         const void *dy, const void *x, int64_t c_first, int64_t n,
+                                         int64_t cb, int64_t kh, int64_t kw0, int64_t count,
+                                         int64_t r0, int64_t r1, float *sums)
+{
+    enum { MOST = 24 };
+    const int taps = MOST / (2 * g - 1);
+    grouped_masks m = {{0}, {0}, {0}, {0}};
+    for (int d = 0; d < g; d++) {
+        for (int l = 0; l < LANES && cb + l < n; l++) {
+            m.up[d] |= (__mmask16)(cg_grouped_lane(cb + l, d, g) << l);
+            m.down[d] |= (__mmask16)(cg_grouped_lane(cb + l, -d, g) << l);
+        }
+        m.up_at[d] = m.up[d] ? d : 0;
+        m.down_at[d] = m.down[d] ? d : 0;
+    }
+    __m512 acc[MOST];
+#pragma GCC unroll 24
+    for (int a = 0; a < MOST; a++)
+        acc[a] = _mm512_setzero_ps();
+    if (cb + LANES + g - 1 <= n)
+        grouped_rows_of(g, half, 1, taps, &m, plan, dy, x, c_first + cb, kh, kw0, count, r0, r1,
+                        acc);
+    else
+        grouped_rows_of(g, half, 0, taps, &m, plan, dy, x, c_first + cb, kh, kw0, count, r0, r1,
+                        acc);
+#pragma GCC unroll 24
+    for (int a = 0; a < taps * (2 * g - 1); a++)
+        _mm512_storeu_ps(sums + a * LANES, acc[a]);
+}
+
+#define GROUPED_CHUNK(G, HALF)                                                                     \
+    __attribute__((target("avx512f,avx512bw,avx512vl"))) static void grouped_chunk_##G##_##HALF(   \
+        const cg_plan *plan, const void *dy, const void *x, int64_t c_first, int64_t n,            \
+        int64_t cb, int64_t kh, int64_t kw0, int64_t count, int64_t r0, int64_t r1, float *sums)   \
+    {                                                                                              \
+        grouped_chunk_g(G, HALF, plan, dy, x, c_first, n, cb, kh, kw0, count, r0, r1, sums);       \
+    }
+#define GROUPED_CHUNKS(G) GROUPED_CHUNK(G, 0) GROUPED_CHUNK(G, 1)
+GROUPED_CHUNKS(1)
+GROUPED_CHUNKS(2)
+GROUPED_CHUNKS(3)
+GROUPED_CHUNKS(4)
+GROUPED_CHUNKS(5)
+GROUPED_CHUNKS(6)
+GROUPED_CHUNKS(7)
+GROUPED_CHUNKS(8)
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void
+cg_f32_grouped_rows_avx512(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
+                           int64_t c_last, int64_t first, int64_t last, float beta, float *dst)
+{
+    static cg_grouped_chunk_fn *const chunks[2][CG_GROUPED_MOST] = {
+        {grouped_chunk_1_0, grouped_chunk_2_0, grouped_chunk_3_0, grouped_chunk_4_0,
+         grouped_chunk_5_0, grouped_chunk_6_0, grouped_chunk_7_0, grouped_chunk_8_0},
+        {grouped_chunk_1_1, grouped_chunk_2_1, grouped_chunk_3_1, grouped_chunk_4_1,
+         grouped_chunk_5_1, grouped_chunk_6_1, grouped_chunk_7_1, grouped_chunk_8_1}};
+    cg_grouped_rows_body(chunks[plan->dtype_size == 2][plan->cin_g - 1], LANES, 24, plan, dy, x,
+                         c_first, c_last, first, last, beta, dst);
 }

@@ -2,6 +2,7 @@
 /* Depthwise kernels in plain C: the oracles of the dwconv slots and the
  * path of every CPU the others do not serve. */
 #include "kernels/dwconv_rows_body.h"
+#include "kernels/grouped_rows_body.h"
 #include "kernels/list.h"
 
 void cg_f32_dwconv_pixel_ref(float *restrict out, const float *restrict init, const float *const *x,
@@ -18,4 +19,43 @@ void cg_f32_dwconv_rows_ref(const cg_plan *plan, const void *dy, const void *x, 
                             int64_t c_last, int64_t first, int64_t last, float *acc, float *dst)
 {
     cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, dst);
+}
+
+enum { LANES = 16 };
+
+/* The chunk in plain C: sixteen lanes, each shift's products over all of
+ * them (the body drops the lanes that pair channels across groups), so the
+ * compiler can vectorise the loop along the lanes. */
+static void grouped_chunk(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
+                          int64_t n, int64_t cb, int64_t kh, int64_t kw0, int64_t count,
+                          int64_t r0, int64_t r1, float *sums)
+{
+    const int64_t g = plan->cin_g, shifts = 2 * g - 1;
+    const int64_t width = n - cb < LANES + g - 1 ? n - cb : LANES + g - 1; /* channels read */
+    float xs[LANES + CG_GROUPED_MOST] = {0}, ds[LANES + CG_GROUPED_MOST] = {0};
+    memset(sums, 0, (size_t)(count * shifts * LANES) * sizeof(float));
+    cg_pixel px = cg_pixel_of_row(plan, r0);
+    for (int64_t row = r0; row < r1; row++, cg_next_pixel(plan, &px)) {
+        cg_load_floats(ds, dy, row * plan->cout + c_first + cb, width, plan->dtype_size);
+        for (int64_t t = 0; t < count; t++) {
+            const int64_t at = cg_x_index(plan, &px, kh, kw0 + t, c_first + cb);
+            if (at < 0)
+                continue;
+            cg_load_floats(xs, x, at, width, plan->dtype_size);
+            for (int64_t s = 0; s < shifts; s++) {
+                const int64_t d = s - (g - 1);
+                const float *xd = xs + (d < 0 ? -d : 0), *dd = ds + (d > 0 ? d : 0);
+                float *sum = sums + (t * shifts + s) * LANES;
+                for (int l = 0; l < LANES; l++)
+                    sum[l] += xd[l] * dd[l];
+            }
+        }
+    }
+}
+
+void cg_f32_grouped_rows_ref(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
+                             int64_t c_last, int64_t first, int64_t last, float beta, float *dst)
+{
+    cg_grouped_rows_body(grouped_chunk, LANES, 24, plan, dy, x, c_first, c_last, first, last,
+                         beta, dst);
 }
