@@ -1155,33 +1155,83 @@ static int depthwise_nhwc(const job *jb)
     return !jb->nchw && jb->plan.cin_g == 1 && jb->plan.cout_g == 1;
 }
 
-static void transpose_taps(const cg_plan *p, const float *w, float *by_tap)
+/* NHWC groups of a few channels, as many in as out: the forward and the
+ * input gradient go pixel by pixel like the depthwise ones, each channel's
+ * sum over the taps and the 2G - 1 shifts that reach its group's channels
+ * (the grouped_pixel kernels), where a GEMM a group would multiply
+ * matrices of a few columns. */
+static int grouped_nhwc(const job *jb)
 {
-    for (int64_t c = 0; c < p->cout; c++)
-        for (int64_t tap = 0; tap < p->taps; tap++)
-            by_tap[tap * p->cout + c] = w[c * p->taps + tap];
+    const cg_plan *p = &jb->plan;
+    return !jb->nchw && p->groups > 1 && p->cin_g == p->cout_g && p->cin_g > 1 &&
+           p->cin_g <= CG_GROUPED_MOST;
+}
+
+/* Weights by tap and shift, [tap][shift][channel], as the pixel kernels
+ * read them: depthwise, w's [channel][tap] transposed; grouped, for each
+ * lane c and shift e the weight that pairs channel c with channel c + e of
+ * its group (0 where c + e leaves the group): the forward's lane is an
+ * output channel, the input gradient's an input one. */
+static void weights_by_tap(const job *jb, float *by_tap)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t g = p->cin_g, shifts = 2 * g - 1, c_all = p->cout;
+    const int data = jb->op == CG_CONV2D_BACKWARD_DATA;
+    for (int64_t tap = 0; tap < p->taps; tap++)
+        for (int64_t s = 0; s < shifts; s++)
+            for (int64_t c = 0; c < c_all; c++) {
+                const int64_t e = s - (g - 1), k = c % g + e; /* k: the partner's place */
+                float v = 0.0f;
+                if (k >= 0 && k < g) /* forward: w[c][tap][k]; data: w[c + e][tap][c % g] */
+                    v = data ? jb->in1[((c + e) * p->taps + tap) * g + c % g]
+                             : jb->in1[(c * p->taps + tap) * g + k];
+                by_tap[(tap * shifts + s) * c_all + c] = v;
+            }
+}
+
+/* Pixels a pixel call takes: the grouped kernels share each weight among
+ * several. */
+static int64_t pixels_a_call(const cg_plan *p)
+{
+    return p->cin_g == 1 ? 1 : CG_GROUPED_PIXELS;
+}
+
+/* `count` pixels, `taps` rows each: out = init + the taps' rows times the
+ * weights by tap, a pixel's channels after another's. */
+static void some_pixels(const job *jb, float *out, const float *init, const float *const *rows,
+                        const float *by_tap, int64_t count)
+{
+    const cg_plan *p = &jb->plan;
+    if (p->cin_g == 1)
+        cg_kernels()->dwconv_pixel(out, init, rows, by_tap, p->taps, p->cout);
+    else
+        cg_kernels()->grouped_pixel(out, p->cout, init, rows, by_tap, p->taps, p->cin_g, p->cout,
+                                    count);
 }
 
 /* y[row] = b + sum over taps of x(tap) * w[tap], for output pixels [first,
- * last); `rows` holds a pointer a tap. */
+ * last); `rows` holds a pointer a tap for pixels_a_call pixels. */
 static void depthwise_forward(const job *jb, const float *by_tap, const float **rows, int64_t first,
                               int64_t last)
 {
     const cg_plan *p = &jb->plan;
     const int64_t c = p->cout, plane = p->out_h * p->out_w;
-    cg_dwconv_pixel_fn *one_pixel = cg_kernels()->dwconv_pixel;
-    for (int64_t row = first; row < last; row++) {
-        const int64_t n = row / plane, oh = row % plane / p->out_w, ow = row % p->out_w;
-        for (int64_t kh = 0; kh < p->kernel_h; kh++) {
-            const int64_t ih = oh * p->stride_h + kh * p->dil_h - p->pad_u;
-            for (int64_t kw = 0; kw < p->kernel_w; kw++) {
-                const int64_t iw = ow * p->stride_w + kw * p->dil_w - p->pad_l;
-                const int inside_x = ih >= 0 && ih < p->in_h && iw >= 0 && iw < p->in_w;
-                rows[kh * p->kernel_w + kw] =
-                    inside_x ? jb->in0 + ((n * p->in_h + ih) * p->in_w + iw) * c : NULL;
+    for (int64_t row0 = first; row0 < last; row0 += pixels_a_call(p)) {
+        const int64_t count = min64(pixels_a_call(p), last - row0);
+        for (int64_t i = 0; i < count; i++) {
+            const int64_t row = row0 + i;
+            const int64_t n = row / plane, oh = row % plane / p->out_w, ow = row % p->out_w;
+            for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+                const int64_t ih = oh * p->stride_h + kh * p->dil_h - p->pad_u;
+                for (int64_t kw = 0; kw < p->kernel_w; kw++) {
+                    const int64_t iw = ow * p->stride_w + kw * p->dil_w - p->pad_l;
+                    const int inside_x = ih >= 0 && ih < p->in_h && iw >= 0 && iw < p->in_w;
+                    rows[i * p->taps + kh * p->kernel_w + kw] =
+                        inside_x ? jb->in0 + ((n * p->in_h + ih) * p->in_w + iw) * c : NULL;
+                }
             }
         }
-        one_pixel(jb->out + row * c, jb->bias, rows, by_tap, p->taps, c);
+        some_pixels(jb, jb->out + row0 * c, jb->bias, rows, by_tap, count);
     }
 }
 
@@ -1199,29 +1249,33 @@ static int64_t output_of(int64_t in, int64_t k, int64_t dilation, int64_t pad, i
 }
 
 /* dx[pixel] = sum over the taps that reach it of dy(tap) * w[tap], for input
- * pixels [first, last); `rows` holds a pointer a tap. */
+ * pixels [first, last); `rows` holds a pointer a tap for pixels_a_call
+ * pixels. */
 static void depthwise_data(const job *jb, const float *by_tap, const float **rows, int64_t first,
                            int64_t last)
 {
     const cg_plan *p = &jb->plan;
     const int64_t c = p->cout, plane = p->in_h * p->in_w;
-    cg_dwconv_pixel_fn *one_pixel = cg_kernels()->dwconv_pixel;
-    for (int64_t pixel = first; pixel < last; pixel++) {
-        const int64_t n = pixel / plane, ih = pixel % plane / p->in_w, iw = pixel % p->in_w;
-        for (int64_t kh = 0; kh < p->kernel_h; kh++) {
-            const int64_t oh = output_of(ih, kh, p->dil_h, p->pad_u, p->stride_h, p->out_h);
-            for (int64_t kw = 0; kw < p->kernel_w; kw++) {
-                const int64_t ow =
-                    oh < 0 ? -1 : output_of(iw, kw, p->dil_w, p->pad_l, p->stride_w, p->out_w);
-                rows[kh * p->kernel_w + kw] =
-                    ow >= 0 ? jb->in0 + ((n * p->out_h + oh) * p->out_w + ow) * c : NULL;
+    for (int64_t pixel0 = first; pixel0 < last; pixel0 += pixels_a_call(p)) {
+        const int64_t count = min64(pixels_a_call(p), last - pixel0);
+        for (int64_t i = 0; i < count; i++) {
+            const int64_t pixel = pixel0 + i;
+            const int64_t n = pixel / plane, ih = pixel % plane / p->in_w, iw = pixel % p->in_w;
+            for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+                const int64_t oh = output_of(ih, kh, p->dil_h, p->pad_u, p->stride_h, p->out_h);
+                for (int64_t kw = 0; kw < p->kernel_w; kw++) {
+                    const int64_t ow =
+                        oh < 0 ? -1 : output_of(iw, kw, p->dil_w, p->pad_l, p->stride_w, p->out_w);
+                    rows[i * p->taps + kh * p->kernel_w + kw] =
+                        ow >= 0 ? jb->in0 + ((n * p->out_h + oh) * p->out_w + ow) * c : NULL;
+                }
             }
         }
-        one_pixel(jb->out + pixel * c, NULL, rows, by_tap, p->taps, c);
+        some_pixels(jb, jb->out + pixel0 * c, NULL, rows, by_tap, count);
     }
 }
 
-/* Forward and input gradient, split by pixels. */
+/* Forward and input gradient, depthwise or grouped_nhwc, split by pixels. */
 static cg_status depthwise_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
@@ -1231,12 +1285,13 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
     float *by_tap;
     cg_split_range(pixels, rank, jb->members, &first, &last);
     const int some = first < last; /* pointers are int64-sized here */
-    if (core_scratch(jb, some ? p->taps : 0, some ? p->taps * p->cout : 0, &rows, &by_tap, err) !=
-        CG_OK)
+    const int64_t weights = p->taps * (2 * p->cin_g - 1) * p->cout;
+    if (core_scratch(jb, some ? p->taps * pixels_a_call(p) : 0, some ? weights : 0, &rows, &by_tap,
+                     err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     if (!some)
         return CG_OK;
-    transpose_taps(p, jb->in1, by_tap);
+    weights_by_tap(jb, by_tap);
     if (forward)
         depthwise_forward(jb, by_tap, (const float **)rows, first, last);
     else
@@ -1278,10 +1333,10 @@ static void core_entry(void *arg)
     cg_error mine; /* the other cores' copy of the same error */
     cg_error *err = rank == 0 ? jb->err : &mine;
     cg_status s = CG_OK;
-    const int depthwise = depthwise_nhwc(jb);
+    const int depthwise = depthwise_nhwc(jb), by_pixel = depthwise || grouped_nhwc(jb);
     switch (jb->op) {
     case CG_CONV2D_FORWARD:
-        s = depthwise           ? depthwise_core(jb, rank, err)
+        s = by_pixel            ? depthwise_core(jb, rank, err)
             : forward_on_rows(jb) ? forward_rows_core(jb, rank, err)
                                   : output_pixels_core(jb, rank, err);
         break;
@@ -1292,7 +1347,7 @@ static void core_entry(void *arg)
             s = jb->nchw ? output_pixels_core(jb, rank, err) : weights_nhwc_core(jb, rank, err);
         break;
     case CG_CONV2D_BACKWARD_DATA:
-        s = depthwise ? depthwise_core(jb, rank, err) : data_core(jb, rank, err);
+        s = by_pixel ? depthwise_core(jb, rank, err) : data_core(jb, rank, err);
         break;
     case CG_CONV2D_BACKWARD_BIAS:
         s = bias_core(jb, rank, err);

@@ -559,6 +559,40 @@ Test(conv2d, packed_driver_edges, .timeout = TEST_TIMEOUT)
     assert_no_failure(&t);
 }
 
+/* NHWC groups of a few channels, as many in as out (2, 3, 4 and 8 a
+ * group): the forward and the input gradient by pixels, the weight
+ * gradient's shifted sums; strides, dilations, pads on any side. Every
+ * operation, masks 1, 3 and 7, exact. */
+Test(conv2d, grouped_few_channels, .timeout = TEST_TIMEOUT)
+{
+    /* clang-format off */
+    static const shape shapes[] = {
+        {"3x3, 6 groups of 4", .n = 2, .h = 9, .w = 10, .cin = 24, .cout = 24, .g = 6, .kh = 3,
+         .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
+        {"5x3 stride 2 dilation 2, 5 groups of 3", .n = 2, .h = 13, .w = 11, .cin = 15,
+         .cout = 15, .g = 5, .kh = 5, .kw = 3, .sh = 2, .sw = 2, .dh = 2, .dw = 2, .pt = 3,
+         .pb = 1, .pl = 2},
+        {"1x1, 4 groups of 8", .n = 3, .h = 5, .w = 6, .cin = 32, .cout = 32, .g = 4, .kh = 1,
+         .kw = 1},
+        {"3x3 stride 2, 11 groups of 2", .n = 1, .h = 10, .w = 9, .cin = 22, .cout = 22, .g = 11,
+         .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pr = 2},
+    };
+    /* clang-format on */
+    static const int masks[] = {0x1, 0x3, 0x7}, tiles[] = {0, 5};
+    tally t = {"grouped_few_channels", 0, 0};
+    for (int si = 0; si < (int)(sizeof shapes / sizeof *shapes); ++si) {
+        exact_problem e;
+        exact_init(&e, &shapes[si], CG_LAYOUT_NHWC, 2000 + si);
+        check_shape_basics(&t, &shapes[si], &e.p.c);
+        for (int m = 0; m < 3; ++m)
+            for (int ti = 0; ti < 2; ++ti)
+                for (int op = 0; op < OP_COUNT; ++op)
+                    check_exact_call(&t, &shapes[si], &e, (op_id)op, masks[m], tiles[ti]);
+        exact_free(&e);
+    }
+    assert_no_failure(&t);
+}
+
 /* Random shapes: any groups (depthwise and depth multipliers included),
  * kernels, strides, dilations and pads, both layouts, random masks and tile
  * sizes; every operation exact as above. $CGT_SCALE (default 1) multiplies

@@ -30,6 +30,17 @@ typedef void cg_grouped_chunk_fn(const cg_plan *plan, const void *dy, const void
                                  int64_t c_first, int64_t n, int64_t cb, int64_t kh, int64_t kw0,
                                  int64_t count, int64_t r0, int64_t r1, float *sums);
 
+/* For `lanes` a multiple of g, from a multiple of g: the lanes whose
+ * channel c pairs with c + e of its group (c % g + e in [0, g)), as bits. */
+static inline unsigned cg_grouped_shift_mask(int64_t g, int64_t e, int lanes)
+{
+    const int64_t lo = e < 0 ? -e : 0, hi = e > 0 ? g - e : g; /* c % g in [lo, hi) */
+    unsigned every = 0; /* lane 0 of each group */
+    for (int l = 0; l < lanes; l += (int)g)
+        every |= 1u << l;
+    return (((1u << (hi - lo)) - 1u) << lo) * every & ((1u << lanes) - 1u);
+}
+
 /* Whether lane channel c (relative to c_first) of shift d pairs channels of
  * one group: (ci, ci + d) for d >= 0, (co - d, co) for d < 0. */
 static inline int cg_grouped_lane(int64_t c, int64_t d, int64_t g)

@@ -99,6 +99,18 @@ typedef void cg_dwconv_pixel_fn(float *restrict out, const float *restrict init,
                                 const float *const *x, const float *restrict w, int64_t taps,
                                 int64_t n);
 
+/* Up to CG_GROUPED_PIXELS pixels of a grouped convolution of G channels a
+ * group (as many in as out, G <= CG_GROUPED_MOST; n channels, a multiple of
+ * G): for pixel i < pixels, out[i * ld + c] = (init ? init[c] : 0) + the
+ * sum over taps t with x[i * taps + t] != NULL and shifts e in [-(G - 1),
+ * G - 1] with c % G + e in [0, G) of x[i * taps + t][c + e] * w[(t * (2G -
+ * 1) + e + G - 1) * n + c], c < n. Nothing else of the rows is read (the
+ * forward: x's channels of out's group; the input gradient: dy's). */
+typedef void cg_grouped_pixel_fn(float *restrict out, int64_t ld, const float *restrict init,
+                                 const float *const *x, const float *restrict w, int64_t taps,
+                                 int64_t g, int64_t n, int64_t pixels);
+enum { CG_GROUPED_PIXELS = 8 };
+
 /* IEEE binary16 (raw bits, unaligned) <-> float, n values; float -> half
  * rounds to nearest even. */
 typedef void cg_f16_to_f32_fn(float *dst, const void *src_halves, size_t n);

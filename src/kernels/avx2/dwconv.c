@@ -2,6 +2,7 @@
 /* The training step's depthwise pixel on AVX2 + FMA: eight channels at a
  * time, their sum in one register over every tap. */
 #include <immintrin.h>
+#include <stdint.h>
 
 #include "kernels/dwconv_rows_body.h"
 #include "kernels/grouped_rows_body.h"
@@ -23,6 +24,66 @@ cg_f32_dwconv_pixel_avx2(float *restrict out, const float *restrict init, const 
                 acc = _mm256_fmadd_ps(_mm256_maskload_ps(x[t] + c0, m),
                                       _mm256_maskload_ps(w + t * n + c0, m), acc);
         _mm256_maskstore_ps(out + c0, m, acc);
+    }
+}
+
+/* x + i as an address, i possibly below 0 for lanes a mask leaves out
+ * (avx512/dwconv.c: lane_base). */
+static inline const float *lane_base(const float *x, int64_t i)
+{
+    return (const float *)((uintptr_t)x + (uintptr_t)(i * (int64_t)sizeof(float)));
+}
+
+/* Grouped pixels (avx512/dwconv.c: cg_f32_grouped_pixel_avx512), eight
+ * lanes, the sums of eight pixels in registers. */
+__attribute__((target("avx2,fma"))) void
+cg_f32_grouped_pixel_avx2(float *restrict out, int64_t ld, const float *restrict init,
+                          const float *const *x, const float *restrict w, int64_t taps, int64_t g,
+                          int64_t n, int64_t pixels)
+{
+    enum { P = CG_GROUPED_PIXELS };
+    const int64_t shifts = 2 * g - 1;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    __m256i m[2 * CG_GROUPED_MOST - 1];
+    for (int64_t c0 = 0; c0 < n; c0 += LANES) {
+        const int lanes = n - c0 >= LANES ? LANES : (int)(n - c0);
+        const __m256i all = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), lane);
+        if (c0 == 0 || LANES % g != 0 || lanes < LANES) /* else every chunk's lanes alike */
+            for (int64_t s = 0; s < shifts; s++) {
+                unsigned bits = LANES % g == 0 ? cg_grouped_shift_mask(g, s - (g - 1), LANES) : 0;
+                for (int l = 0; LANES % g != 0 && l < LANES; l++) {
+                    const int64_t in_group = (c0 + l) % g + s - (g - 1);
+                    bits |= (unsigned)(in_group >= 0 && in_group < g) << l;
+                }
+                bits &= (1u << lanes) - 1u;
+                m[s] = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), bit), bit);
+            }
+        const __m256 start = init ? _mm256_maskload_ps(init + c0, all) : _mm256_setzero_ps();
+        __m256 acc[P];
+#pragma GCC unroll 8
+        for (int i = 0; i < P; i++)
+            acc[i] = start;
+        for (int64_t t = 0; t < taps; t++) {
+            const float *rows[P];
+#pragma GCC unroll 8
+            for (int i = 0; i < P; i++)
+                rows[i] = i < pixels ? x[i * taps + t] : NULL;
+            const float *wt = w + t * shifts * n + c0;
+            for (int64_t s = 0; s < shifts; s++) {
+                const int64_t e = s - (g - 1);
+                const __m256 wv = _mm256_maskload_ps(wt + s * n, m[s]);
+#pragma GCC unroll 8
+                for (int i = 0; i < P; i++)
+                    if (rows[i])
+                        acc[i] = _mm256_fmadd_ps(
+                            _mm256_maskload_ps(lane_base(rows[i], c0 + e), m[s]), wv, acc[i]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < P; i++)
+            if (i < pixels)
+                _mm256_maskstore_ps(out + i * ld + c0, all, acc[i]);
     }
 }
 

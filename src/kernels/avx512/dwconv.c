@@ -6,6 +6,7 @@
  * converted as they are loaded. The training step's pixels: one register of
  * sums per sixteen channels over every tap. */
 #include <immintrin.h>
+#include <stdint.h>
 
 #include "kernels/dwconv_rows_body.h"
 #include "kernels/grouped_rows_body.h"
@@ -158,6 +159,70 @@ cg_f32_dwconv_pixel_avx512(float *restrict out, const float *restrict init, cons
                 acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x[t] + c0),
                                       _mm512_maskz_loadu_ps(m, w + t * n + c0), acc);
         _mm512_mask_storeu_ps(out + c0, m, acc);
+    }
+}
+
+/* x + i as an address, i possibly below 0 for lanes a mask leaves out (a
+ * masked-off lane is never read): computed as an integer, not as pointer
+ * arithmetic past the array. */
+static inline const float *lane_base(const float *x, int64_t i)
+{
+    return (const float *)((uintptr_t)x + (uintptr_t)(i * (int64_t)sizeof(float)));
+}
+
+/* Grouped pixels: per 16 channels, a mask a shift (the lanes whose shifted
+ * channel is of their group), the sums of eight pixels in registers, and for
+ * each tap and shift one load of w shared by the pixels' masked loads and
+ * FMAs. */
+__attribute__((target("avx512f"))) void
+cg_f32_grouped_pixel_avx512(float *restrict out, int64_t ld, const float *restrict init,
+                            const float *const *x, const float *restrict w, int64_t taps,
+                            int64_t g, int64_t n, int64_t pixels)
+{
+    enum { P = CG_GROUPED_PIXELS };
+    const int64_t shifts = 2 * g - 1;
+    __mmask16 m[2 * CG_GROUPED_MOST - 1];
+    for (int64_t c0 = 0; c0 < n; c0 += LANES) {
+        const __mmask16 all = n - c0 >= LANES ? 0xffff : (__mmask16)((1u << (n - c0)) - 1u);
+        if (LANES % g == 0 && c0 == 0) /* every chunk's lanes alike: once */
+            for (int64_t s = 0; s < shifts; s++)
+                m[s] = (__mmask16)cg_grouped_shift_mask(g, s - (g - 1), LANES);
+        else if (LANES % g != 0)
+            for (int64_t s = 0; s < shifts; s++) {
+                m[s] = 0;
+                for (int64_t l = 0; l < LANES; l++) {
+                    const int64_t in_group = (c0 + l) % g + s - (g - 1);
+                    m[s] |= (__mmask16)((in_group >= 0 && in_group < g) << l);
+                }
+            }
+        if (all != 0xffff)
+            for (int64_t s = 0; s < shifts; s++)
+                m[s] &= all;
+        const __m512 start = init ? _mm512_maskz_loadu_ps(all, init + c0) : _mm512_setzero_ps();
+        __m512 acc[P];
+#pragma GCC unroll 8
+        for (int i = 0; i < P; i++)
+            acc[i] = start;
+        for (int64_t t = 0; t < taps; t++) {
+            const float *rows[P];
+#pragma GCC unroll 8
+            for (int i = 0; i < P; i++)
+                rows[i] = i < pixels ? x[i * taps + t] : NULL;
+            const float *wt = w + t * shifts * n + c0;
+            for (int64_t s = 0; s < shifts; s++) {
+                const int64_t e = s - (g - 1);
+                const __m512 wv = _mm512_maskz_loadu_ps(m[s], wt + s * n);
+#pragma GCC unroll 8
+                for (int i = 0; i < P; i++)
+                    if (rows[i])
+                        acc[i] = _mm512_fmadd_ps(
+                            _mm512_maskz_loadu_ps(m[s], lane_base(rows[i], c0 + e)), wv, acc[i]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < P; i++)
+            if (i < pixels)
+                _mm512_mask_storeu_ps(out + i * ld + c0, all, acc[i]);
     }
 }
 
