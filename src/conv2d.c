@@ -24,6 +24,7 @@
 #include "core_mask/core_mask_internal.h"
 #include "gemm/gemm.h"
 #include "kernels.h"
+#include "kernels/geometry.h"
 #include "reduce/reduce.h"
 #include "status.h"
 
@@ -1215,22 +1216,20 @@ static void depthwise_forward(const job *jb, const float *by_tap, const float **
                               int64_t last)
 {
     const cg_plan *p = &jb->plan;
-    const int64_t c = p->cout, plane = p->out_h * p->out_w;
+    const int64_t c = p->cout;
+    cg_pixel px = cg_pixel_of_row(p, first); /* stepped, not divided, a pixel */
     for (int64_t row0 = first; row0 < last; row0 += pixels_a_call(p)) {
         const int64_t count = min64(pixels_a_call(p), last - row0);
-        for (int64_t i = 0; i < count; i++) {
-            const int64_t row = row0 + i;
-            const int64_t n = row / plane, oh = row % plane / p->out_w, ow = row % p->out_w;
+        for (int64_t i = 0; i < count; i++, cg_next_pixel(p, &px))
             for (int64_t kh = 0; kh < p->kernel_h; kh++) {
-                const int64_t ih = oh * p->stride_h + kh * p->dil_h - p->pad_u;
+                const int64_t ih = px.oh * p->stride_h + kh * p->dil_h - p->pad_u;
                 for (int64_t kw = 0; kw < p->kernel_w; kw++) {
-                    const int64_t iw = ow * p->stride_w + kw * p->dil_w - p->pad_l;
+                    const int64_t iw = px.ow * p->stride_w + kw * p->dil_w - p->pad_l;
                     const int inside_x = ih >= 0 && ih < p->in_h && iw >= 0 && iw < p->in_w;
                     rows[i * p->taps + kh * p->kernel_w + kw] =
-                        inside_x ? jb->in0 + ((n * p->in_h + ih) * p->in_w + iw) * c : NULL;
+                        inside_x ? jb->in0 + ((px.n * p->in_h + ih) * p->in_w + iw) * c : NULL;
                 }
             }
-        }
         some_pixels(jb, jb->out + row0 * c, jb->bias, rows, by_tap, count);
     }
 }
@@ -1256,11 +1255,11 @@ static void depthwise_data(const job *jb, const float *by_tap, const float **row
 {
     const cg_plan *p = &jb->plan;
     const int64_t c = p->cout, plane = p->in_h * p->in_w;
+    /* the input pixel, stepped, not divided, a pixel */
+    int64_t n = first / plane, ih = first % plane / p->in_w, iw = first % p->in_w;
     for (int64_t pixel0 = first; pixel0 < last; pixel0 += pixels_a_call(p)) {
         const int64_t count = min64(pixels_a_call(p), last - pixel0);
         for (int64_t i = 0; i < count; i++) {
-            const int64_t pixel = pixel0 + i;
-            const int64_t n = pixel / plane, ih = pixel % plane / p->in_w, iw = pixel % p->in_w;
             for (int64_t kh = 0; kh < p->kernel_h; kh++) {
                 const int64_t oh = output_of(ih, kh, p->dil_h, p->pad_u, p->stride_h, p->out_h);
                 for (int64_t kw = 0; kw < p->kernel_w; kw++) {
@@ -1268,6 +1267,13 @@ static void depthwise_data(const job *jb, const float *by_tap, const float **row
                         oh < 0 ? -1 : output_of(iw, kw, p->dil_w, p->pad_l, p->stride_w, p->out_w);
                     rows[i * p->taps + kh * p->kernel_w + kw] =
                         ow >= 0 ? jb->in0 + ((n * p->out_h + oh) * p->out_w + ow) * c : NULL;
+                }
+            }
+            if (++iw == p->in_w) {
+                iw = 0;
+                if (++ih == p->in_h) {
+                    ih = 0;
+                    n++;
                 }
             }
         }
