@@ -522,6 +522,25 @@ Test(conv2d, exact_32_cores, .timeout = TEST_TIMEOUT)
     assert_no_failure(&t);
 }
 
+/* Every operation on each NHWC shape, on masks (ending at 0) x tile sizes
+ * (ending at -1), exact; the shapes' seeds from seed_base. */
+static void exact_nhwc_shapes(const char *test, const shape *shapes, size_t count, const int *masks,
+                              const int *tiles, int seed_base)
+{
+    tally t = {test, 0, 0};
+    for (size_t si = 0; si < count; ++si) {
+        exact_problem e;
+        exact_init(&e, &shapes[si], CG_LAYOUT_NHWC, seed_base + (int)si);
+        check_shape_basics(&t, &shapes[si], &e.p.c);
+        for (const int *m = masks; *m; ++m)
+            for (const int *ti = tiles; *ti >= 0; ++ti)
+                for (int op = 0; op < OP_COUNT; ++op)
+                    check_exact_call(&t, &shapes[si], &e, (op_id)op, *m, *ti);
+        exact_free(&e);
+    }
+    assert_no_failure(&t);
+}
+
 /* NHWC shapes for the forward's and the input gradient's packed driver
  * (A packed from x or dy through row tables): K longer than a block, with
  * a tap's channels straddling the blocks; output channels past one B
@@ -544,19 +563,9 @@ Test(conv2d, packed_driver_edges, .timeout = TEST_TIMEOUT)
          .cout = 17, .kh = 5, .kw = 3, .sw = 2, .pt = 2, .pl = 1, .pr = 2},
     };
     /* clang-format on */
-    static const int masks[] = {0x1, 0x3}, tiles[] = {0, 7, 300};
-    tally t = {"packed_driver_edges", 0, 0};
-    for (int si = 0; si < (int)(sizeof shapes / sizeof *shapes); ++si) {
-        exact_problem e;
-        exact_init(&e, &shapes[si], CG_LAYOUT_NHWC, 1000 + si);
-        check_shape_basics(&t, &shapes[si], &e.p.c);
-        for (int m = 0; m < 2; ++m)
-            for (int ti = 0; ti < 3; ++ti)
-                for (int op = 0; op < OP_COUNT; ++op)
-                    check_exact_call(&t, &shapes[si], &e, (op_id)op, masks[m], tiles[ti]);
-        exact_free(&e);
-    }
-    assert_no_failure(&t);
+    static const int masks[] = {0x1, 0x3, 0}, tiles[] = {0, 7, 300, -1};
+    exact_nhwc_shapes("packed_driver_edges", shapes, sizeof shapes / sizeof *shapes, masks, tiles,
+                      1000);
 }
 
 /* NHWC groups of a few channels, as many in as out (2, 3, 4 and 8 a
@@ -578,19 +587,9 @@ Test(conv2d, grouped_few_channels, .timeout = TEST_TIMEOUT)
          .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pr = 2},
     };
     /* clang-format on */
-    static const int masks[] = {0x1, 0x3, 0x7}, tiles[] = {0, 5};
-    tally t = {"grouped_few_channels", 0, 0};
-    for (int si = 0; si < (int)(sizeof shapes / sizeof *shapes); ++si) {
-        exact_problem e;
-        exact_init(&e, &shapes[si], CG_LAYOUT_NHWC, 2000 + si);
-        check_shape_basics(&t, &shapes[si], &e.p.c);
-        for (int m = 0; m < 3; ++m)
-            for (int ti = 0; ti < 2; ++ti)
-                for (int op = 0; op < OP_COUNT; ++op)
-                    check_exact_call(&t, &shapes[si], &e, (op_id)op, masks[m], tiles[ti]);
-        exact_free(&e);
-    }
-    assert_no_failure(&t);
+    static const int masks[] = {0x1, 0x3, 0x7, 0}, tiles[] = {0, 5, -1};
+    exact_nhwc_shapes("grouped_few_channels", shapes, sizeof shapes / sizeof *shapes, masks, tiles,
+                      2000);
 }
 
 /* Random shapes: any groups (depthwise and depth multipliers included),

@@ -41,6 +41,64 @@ static inline unsigned cg_grouped_shift_mask(int64_t g, int64_t e, int lanes)
     return (((1u << (hi - lo)) - 1u) << lo) * every & ((1u << lanes) - 1u);
 }
 
+/* The rows of a chunk, a run at a time: the pixels of one output row
+ * within [r0, r1) whose kernel row kh lies inside the image. */
+typedef struct cg_grouped_run {
+    int64_t y, at; /* dy's and x's elements at its first pixel, the chunk's first channel */
+    int64_t ix;    /* the column of tap kw0 there */
+    int64_t length, inner_lo, inner_hi; /* pixels; [inner_lo, inner_hi): all taps inside */
+} cg_grouped_run;
+
+typedef struct cg_grouped_walk {
+    const cg_plan *plan;
+    cg_pixel px;
+    int64_t row, last, c0, kh, kw0, count;
+} cg_grouped_walk;
+
+static inline cg_grouped_walk cg_grouped_walk_start(const cg_plan *plan, int64_t c0, int64_t kh,
+                                                    int64_t kw0, int64_t count, int64_t r0,
+                                                    int64_t r1)
+{
+    return (cg_grouped_walk){plan, cg_pixel_of_row(plan, r0), r0, r1, c0, kh, kw0, count};
+}
+
+/* The next run into *run; 0 when none is left. */
+static inline int cg_grouped_next_run(cg_grouped_walk *w, cg_grouped_run *run)
+{
+    const cg_plan *p = w->plan;
+    while (w->row < w->last) {
+        const cg_pixel px = w->px;
+        const int64_t length = p->out_w - px.ow < w->last - w->row ? p->out_w - px.ow
+                                                                     : w->last - w->row;
+        const int64_t row = w->row;
+        w->row += length;
+        w->px.ow += length;
+        if (w->px.ow == p->out_w) {
+            w->px.ow = 0;
+            if (++w->px.oh == p->out_h) {
+                w->px.oh = 0;
+                w->px.n++;
+            }
+        }
+        const int64_t iy = px.oh * p->stride_h + w->kh * p->dil_h - p->pad_u;
+        if (iy < 0 || iy >= p->in_h)
+            continue;
+        const int64_t sw = p->stride_w, ix = px.ow * sw + w->kw0 * p->dil_w - p->pad_l;
+        const int64_t room = p->in_w - 1 - (w->count - 1) * p->dil_w - ix; /* for the last tap */
+        int64_t lo = ix >= 0 ? 0 : (-ix + sw - 1) / sw, hi = room >= 0 ? room / sw + 1 : 0;
+        hi = hi < length ? hi : length;
+        lo = lo < hi ? lo : hi;
+        *run = (cg_grouped_run){row * p->cout + w->c0,
+                                ((px.n * p->in_h + iy) * p->in_w + ix) * p->cin + w->c0,
+                                ix,
+                                length,
+                                lo,
+                                hi};
+        return 1;
+    }
+    return 0;
+}
+
 /* Whether lane channel c (relative to c_first) of shift d pairs channels of
  * one group: (ci, ci + d) for d >= 0, (co - d, co) for d < 0. */
 static inline int cg_grouped_lane(int64_t c, int64_t d, int64_t g)

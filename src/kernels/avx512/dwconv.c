@@ -301,41 +301,21 @@ AVX512_FBWVL_INLINE void grouped_rows_of(const int g, const int half, const int 
                                          int64_t c0, int64_t kh, int64_t kw0, int64_t count,
                                          int64_t r0, int64_t r1, __m512 *acc)
 {
-    const int64_t sw = plan->stride_w, dil = plan->dil_w, in_w = plan->in_w;
-    const int64_t tap_step = dil * plan->cin, pixel_step = sw * plan->cin;
-    const int64_t last_tap = (count - 1) * dil;
-    cg_pixel px = cg_pixel_of_row(plan, r0);
-    for (int64_t row = r0; row < r1;) {
-        const int64_t run = plan->out_w - px.ow < r1 - row ? plan->out_w - px.ow : r1 - row;
-        const int64_t iy = px.oh * plan->stride_h + kh * plan->dil_h - plan->pad_u;
-        if (iy >= 0 && iy < plan->in_h) {
-            const int64_t line = (px.n * plan->in_h + iy) * in_w;
-            const int64_t ix = px.ow * sw + kw0 * dil - plan->pad_l; /* tap 0, the run's first */
-            /* the run's pixels j with every tap inside: [inner_lo, inner_hi) */
-            int64_t inner_lo = ix >= 0 ? 0 : (-ix + sw - 1) / sw;
-            int64_t inner_hi = in_w - 1 - last_tap - ix >= 0 ? (in_w - 1 - last_tap - ix) / sw + 1 : 0;
-            inner_hi = inner_hi < run ? inner_hi : run;
-            inner_lo = inner_lo < inner_hi ? inner_lo : inner_hi;
-            int64_t y = row * plan->cout + c0, at = (line + ix) * plan->cin + c0;
-            for (int64_t j = 0; j < run; j++, y += plan->cout, at += pixel_step) {
-                if (j == inner_lo)
-                    for (; j < inner_hi; j++, y += plan->cout, at += pixel_step)
-                        grouped_pixel(g, half, whole, taps, 0, m, count, dy, x, y, at, tap_step,
-                                      0, dil, in_w, acc);
-                if (j == run)
-                    break;
-                grouped_pixel(g, half, whole, taps, 1, m, count, dy, x, y, at, tap_step,
-                              ix + j * sw, dil, in_w, acc);
-            }
-        }
-        row += run;
-        px.ow += run;
-        if (px.ow == plan->out_w) {
-            px.ow = 0;
-            if (++px.oh == plan->out_h) {
-                px.oh = 0;
-                px.n++;
-            }
+    const int64_t dil = plan->dil_w, in_w = plan->in_w;
+    const int64_t tap_step = dil * plan->cin, pixel_step = plan->stride_w * plan->cin;
+    cg_grouped_walk walk = cg_grouped_walk_start(plan, c0, kh, kw0, count, r0, r1);
+    cg_grouped_run run;
+    while (cg_grouped_next_run(&walk, &run)) {
+        int64_t y = run.y, at = run.at;
+        for (int64_t j = 0; j < run.length; j++, y += plan->cout, at += pixel_step) {
+            if (j == run.inner_lo) /* the run's inside, unchecked */
+                for (; j < run.inner_hi; j++, y += plan->cout, at += pixel_step)
+                    grouped_pixel(g, half, whole, taps, 0, m, count, dy, x, y, at, tap_step, 0,
+                                  dil, in_w, acc);
+            if (j == run.length)
+                break;
+            grouped_pixel(g, half, whole, taps, 1, m, count, dy, x, y, at, tap_step,
+                          run.ix + j * plan->stride_w, dil, in_w, acc);
         }
     }
 }
