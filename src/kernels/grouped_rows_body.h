@@ -13,6 +13,8 @@
  * half the lanes, (G - 1) / (2G - 1)). */
 #ifndef CG_KERNELS_GROUPED_ROWS_BODY_H
 #define CG_KERNELS_GROUPED_ROWS_BODY_H
+#include <stdint.h>
+
 #include "kernels.h"
 #include "kernels/geometry.h"
 
@@ -30,15 +32,33 @@ typedef void cg_grouped_chunk_fn(const cg_plan *plan, const void *dy, const void
                                  int64_t c_first, int64_t n, int64_t cb, int64_t kh, int64_t kw0,
                                  int64_t count, int64_t r0, int64_t r1, float *sums);
 
-/* For `lanes` a multiple of g, from a multiple of g: the lanes whose
- * channel c pairs with c + e of its group (c % g + e in [0, g)), as bits. */
-static inline unsigned cg_grouped_shift_mask(int64_t g, int64_t e, int lanes)
+/* x + i as an address, i possibly below 0 for lanes a mask leaves out (a
+ * masked-off lane is never read): computed as an integer, not as pointer
+ * arithmetic past the array. */
+static inline const float *cg_lane_base(const float *x, int64_t i)
 {
-    const int64_t lo = e < 0 ? -e : 0, hi = e > 0 ? g - e : g; /* c % g in [lo, hi) */
-    unsigned every = 0; /* lane 0 of each group */
-    for (int l = 0; l < lanes; l += (int)g)
-        every |= 1u << l;
-    return (((1u << (hi - lo)) - 1u) << lo) * every & ((1u << lanes) - 1u);
+    return (const float *)((uintptr_t)x + (uintptr_t)(i * (int64_t)sizeof(float)));
+}
+
+/* The lanes l < valid (<= lanes) of a chunk from channel c0 (counted from a
+ * multiple of g) whose channel c pairs with c + e of its group, 0 <= c % g
+ * + e < g, as bits; where the chunk starts a group and holds whole groups,
+ * from the pattern of one group, without a division a lane. */
+static inline unsigned cg_grouped_pair_bits(int64_t c0, int64_t e, int64_t g, int valid, int lanes)
+{
+    const unsigned valid_bits = valid >= 32 ? ~0u : (1u << valid) - 1u;
+    unsigned bits = 0;
+    if (c0 % g == 0 && lanes % g == 0) {
+        const int64_t lo = e < 0 ? -e : 0, hi = e > 0 ? g - e : g; /* c % g in [lo, hi) */
+        for (int l = 0; l < lanes; l += (int)g)
+            bits |= (((1u << (hi - lo)) - 1u) << lo) << l;
+        return bits & valid_bits;
+    }
+    for (int l = 0; l < valid; l++) {
+        const int64_t k = (c0 + l) % g + e;
+        bits |= (unsigned)(k >= 0 && k < g) << l;
+    }
+    return bits;
 }
 
 /* The rows of a chunk, a run at a time: the pixels of one output row
@@ -68,8 +88,8 @@ static inline int cg_grouped_next_run(cg_grouped_walk *w, cg_grouped_run *run)
     const cg_plan *p = w->plan;
     while (w->row < w->last) {
         const cg_pixel px = w->px;
-        const int64_t length = p->out_w - px.ow < w->last - w->row ? p->out_w - px.ow
-                                                                     : w->last - w->row;
+        const int64_t length =
+            p->out_w - px.ow < w->last - w->row ? p->out_w - px.ow : w->last - w->row;
         const int64_t row = w->row;
         w->row += length;
         w->px.ow += length;
@@ -147,13 +167,14 @@ cg_grouped_rows_body(cg_grouped_chunk_fn *chunk, const int lanes, const int most
     float sums[CG_GROUPED_SUMS_MOST];
     if (beta == 0.0f)
         memset(dst, 0, (size_t)(n * row_len) * sizeof(float));
-    cg_grouped_prefetch_rows(plan, dy, x, first, first + CG_GROUPED_BLOCK_ROWS < last ? first + CG_GROUPED_BLOCK_ROWS : last);
+    cg_grouped_prefetch_rows(plan, dy, x, first,
+                             first + CG_GROUPED_BLOCK_ROWS < last ? first + CG_GROUPED_BLOCK_ROWS
+                                                                  : last);
     for (int64_t r0 = first; r0 < last; r0 += CG_GROUPED_BLOCK_ROWS) {
         const int64_t r1 = r0 + CG_GROUPED_BLOCK_ROWS < last ? r0 + CG_GROUPED_BLOCK_ROWS : last;
         /* the next block's lines arrive while this one computes */
-        cg_grouped_prefetch_rows(plan, dy, x, r1,
-                                 r1 + CG_GROUPED_BLOCK_ROWS < last ? r1 + CG_GROUPED_BLOCK_ROWS
-                                                                   : last);
+        cg_grouped_prefetch_rows(
+            plan, dy, x, r1, r1 + CG_GROUPED_BLOCK_ROWS < last ? r1 + CG_GROUPED_BLOCK_ROWS : last);
         for (int64_t cb = 0; cb < n; cb += lanes) {
             /* where each lane of each shift goes in dst (tap 0), or -1 */
             int64_t to[CG_GROUPED_SUMS_MOST];

@@ -27,11 +27,11 @@ cg_f32_dwconv_pixel_avx2(float *restrict out, const float *restrict init, const 
     }
 }
 
-/* x + i as an address, i possibly below 0 for lanes a mask leaves out
- * (avx512/dwconv.c: lane_base). */
-static inline const float *lane_base(const float *x, int64_t i)
+/* Bits 0-7 as a vector mask (lane l all ones where bit l is set). */
+__attribute__((target("avx2"))) static inline __m256i lane_mask(unsigned bits)
 {
-    return (const float *)((uintptr_t)x + (uintptr_t)(i * (int64_t)sizeof(float)));
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), bit), bit);
 }
 
 /* Grouped pixels (avx512/dwconv.c: cg_f32_grouped_pixel_avx512), eight
@@ -44,21 +44,13 @@ cg_f32_grouped_pixel_avx2(float *restrict out, int64_t ld, const float *restrict
     enum { P = CG_GROUPED_PIXELS };
     const int64_t shifts = 2 * g - 1;
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     __m256i m[2 * CG_GROUPED_MOST - 1];
     for (int64_t c0 = 0; c0 < n; c0 += LANES) {
         const int lanes = n - c0 >= LANES ? LANES : (int)(n - c0);
         const __m256i all = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), lane);
         if (c0 == 0 || LANES % g != 0 || lanes < LANES) /* else every chunk's lanes alike */
-            for (int64_t s = 0; s < shifts; s++) {
-                unsigned bits = LANES % g == 0 ? cg_grouped_shift_mask(g, s - (g - 1), LANES) : 0;
-                for (int l = 0; LANES % g != 0 && l < LANES; l++) {
-                    const int64_t in_group = (c0 + l) % g + s - (g - 1);
-                    bits |= (unsigned)(in_group >= 0 && in_group < g) << l;
-                }
-                bits &= (1u << lanes) - 1u;
-                m[s] = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), bit), bit);
-            }
+            for (int64_t s = 0; s < shifts; s++)
+                m[s] = lane_mask(cg_grouped_pair_bits(c0, s - (g - 1), g, lanes, LANES));
         const __m256 start = init ? _mm256_maskload_ps(init + c0, all) : _mm256_setzero_ps();
         __m256 acc[P];
 #pragma GCC unroll 8
@@ -77,7 +69,7 @@ cg_f32_grouped_pixel_avx2(float *restrict out, int64_t ld, const float *restrict
                 for (int i = 0; i < P; i++)
                     if (rows[i])
                         acc[i] = _mm256_fmadd_ps(
-                            _mm256_maskload_ps(lane_base(rows[i], c0 + e), m[s]), wv, acc[i]);
+                            _mm256_maskload_ps(cg_lane_base(rows[i], c0 + e), m[s]), wv, acc[i]);
             }
         }
 #pragma GCC unroll 8
@@ -134,8 +126,8 @@ load_chunk(const void *tensor, int64_t i, __m256i mask, int64_t total, const int
 
 /* A chunk's shift masks and load offsets (avx512/dwconv.c: grouped_masks). */
 typedef struct grouped_masks {
-    __m256i up[CG_GROUPED_MOST], down[CG_GROUPED_MOST];
-    int64_t up_at[CG_GROUPED_MOST], down_at[CG_GROUPED_MOST];
+    __m256i mask[CG_GROUPED_MOST];
+    int64_t at[CG_GROUPED_MOST];
 } grouped_masks;
 
 /* One output pixel (avx512/dwconv.c: grouped_pixel), eight lanes. */
@@ -148,13 +140,13 @@ grouped_pixel(const int g, const int half, const int whole, const int taps, cons
     __m256 yv[CG_GROUPED_MOST];
 #pragma GCC unroll 8
     for (int d = 0; d < g; d++)
-        yv[d] = load_chunk(dy, y + m->up_at[d], m->up[d], dy_total, half, whole);
+        yv[d] = load_chunk(dy, y + m->at[d], m->mask[d], dy_total, half, whole);
 #pragma GCC unroll 12
     for (int t = 0; t < taps; t++) {
         if (t >= count || (checked && (ix + t * dil < 0 || ix + t * dil >= in_w)))
             continue;
         const int64_t xt = at + t * tap_step;
-        const __m256 xv = load_chunk(x, xt, m->up[0], x_total, half, whole);
+        const __m256 xv = load_chunk(x, xt, m->mask[0], x_total, half, whole);
         __m256 *a = acc + t * (2 * g - 1);
 #pragma GCC unroll 8
         for (int d = 0; d < g; d++)
@@ -162,7 +154,7 @@ grouped_pixel(const int g, const int half, const int whole, const int taps, cons
 #pragma GCC unroll 8
         for (int d = 1; d < g; d++)
             a[g - 1 - d] =
-                _mm256_fmadd_ps(load_chunk(x, xt + m->down_at[d], m->down[d], x_total, half, whole),
+                _mm256_fmadd_ps(load_chunk(x, xt + m->at[d], m->mask[d], x_total, half, whole),
                                 yv[0], a[g - 1 - d]);
     }
 }
@@ -205,17 +197,11 @@ grouped_chunk_g(const int g, const int half, const cg_plan *plan, const void *dy
     enum { MOST = 12 };
     const int taps = MOST / (2 * g - 1) > 0 ? MOST / (2 * g - 1) : 1;
     grouped_masks m;
-    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const int valid = n - cb < LANES ? (int)(n - cb) : LANES;
     for (int d = 0; d < g; d++) {
-        int up = 0, down = 0;
-        for (int l = 0; l < LANES && cb + l < n; l++) {
-            up |= cg_grouped_lane(cb + l, d, g) << l;
-            down |= cg_grouped_lane(cb + l, -d, g) << l;
-        }
-        m.up[d] = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(up), bit), bit);
-        m.down[d] = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(down), bit), bit);
-        m.up_at[d] = up ? d : 0;
-        m.down_at[d] = down ? d : 0;
+        const unsigned bits = cg_grouped_pair_bits(cb, d, g, valid, LANES);
+        m.mask[d] = lane_mask(bits);
+        m.at[d] = bits ? d : 0;
     }
     __m256 acc[2 * MOST];
 #pragma GCC unroll 24

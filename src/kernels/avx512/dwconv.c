@@ -162,14 +162,6 @@ cg_f32_dwconv_pixel_avx512(float *restrict out, const float *restrict init, cons
     }
 }
 
-/* x + i as an address, i possibly below 0 for lanes a mask leaves out (a
- * masked-off lane is never read): computed as an integer, not as pointer
- * arithmetic past the array. */
-static inline const float *lane_base(const float *x, int64_t i)
-{
-    return (const float *)((uintptr_t)x + (uintptr_t)(i * (int64_t)sizeof(float)));
-}
-
 /* Grouped pixels: per 16 channels, a mask a shift (the lanes whose shifted
  * channel is of their group), the sums of eight pixels in registers, and for
  * each tap and shift one load of w shared by the pixels' masked loads and
@@ -183,21 +175,11 @@ cg_f32_grouped_pixel_avx512(float *restrict out, int64_t ld, const float *restri
     const int64_t shifts = 2 * g - 1;
     __mmask16 m[2 * CG_GROUPED_MOST - 1];
     for (int64_t c0 = 0; c0 < n; c0 += LANES) {
-        const __mmask16 all = n - c0 >= LANES ? 0xffff : (__mmask16)((1u << (n - c0)) - 1u);
-        if (LANES % g == 0 && c0 == 0) /* every chunk's lanes alike: once */
+        const int lanes = n - c0 < LANES ? (int)(n - c0) : LANES;
+        const __mmask16 all = (__mmask16)((1u << lanes) - 1u);
+        if (c0 == 0 || LANES % g != 0 || lanes < LANES) /* else every chunk's lanes alike */
             for (int64_t s = 0; s < shifts; s++)
-                m[s] = (__mmask16)cg_grouped_shift_mask(g, s - (g - 1), LANES);
-        else if (LANES % g != 0)
-            for (int64_t s = 0; s < shifts; s++) {
-                m[s] = 0;
-                for (int64_t l = 0; l < LANES; l++) {
-                    const int64_t in_group = (c0 + l) % g + s - (g - 1);
-                    m[s] |= (__mmask16)((in_group >= 0 && in_group < g) << l);
-                }
-            }
-        if (all != 0xffff)
-            for (int64_t s = 0; s < shifts; s++)
-                m[s] &= all;
+                m[s] = (__mmask16)cg_grouped_pair_bits(c0, s - (g - 1), g, lanes, LANES);
         const __m512 start = init ? _mm512_maskz_loadu_ps(all, init + c0) : _mm512_setzero_ps();
         __m512 acc[P];
 #pragma GCC unroll 8
@@ -216,7 +198,7 @@ cg_f32_grouped_pixel_avx512(float *restrict out, int64_t ld, const float *restri
                 for (int i = 0; i < P; i++)
                     if (rows[i])
                         acc[i] = _mm512_fmadd_ps(
-                            _mm512_maskz_loadu_ps(m[s], lane_base(rows[i], c0 + e)), wv, acc[i]);
+                            _mm512_maskz_loadu_ps(m[s], cg_lane_base(rows[i], c0 + e)), wv, acc[i]);
             }
         }
 #pragma GCC unroll 8
@@ -241,12 +223,13 @@ cg_f32_dwconv_rows_avx512(const cg_plan *plan, const void *dy, const void *x, in
     __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline                             \
         __attribute__((always_inline))
 
-/* The masks of a chunk's shifts d and -d (the lanes that pair channels of
- * one group) and the offsets their loads take (0 for a shift with no lane:
- * no address leaves the tensors). */
+/* The masks of a chunk's shifts d >= 0 (the lanes c whose c % G + d < G:
+ * dy's c + d pairs with x's c, and x's c + d with dy's c, alike) and the
+ * offsets their loads take (0 for a shift with no lane: no address leaves
+ * the tensors). */
 typedef struct grouped_masks {
-    __mmask16 up[CG_GROUPED_MOST], down[CG_GROUPED_MOST];
-    int64_t up_at[CG_GROUPED_MOST], down_at[CG_GROUPED_MOST];
+    __mmask16 mask[CG_GROUPED_MOST];
+    int64_t at[CG_GROUPED_MOST];
 } grouped_masks;
 
 /* load_lanes, or (whole: a chunk whose shifted loads all stay inside the
@@ -275,21 +258,21 @@ AVX512_FBWVL_INLINE void grouped_pixel(const int g, const int half, const int wh
     __m512 yv[CG_GROUPED_MOST];
 #pragma GCC unroll 8
     for (int d = 0; d < g; d++)
-        yv[d] = load_chunk(dy, y + m->up_at[d], m->up[d], half, whole);
+        yv[d] = load_chunk(dy, y + m->at[d], m->mask[d], half, whole);
 #pragma GCC unroll 24
     for (int t = 0; t < taps; t++) {
         if (t >= count || (checked && (ix + t * dil < 0 || ix + t * dil >= in_w)))
             continue;
         const int64_t xt = at + t * tap_step;
-        const __m512 xv = load_chunk(x, xt, m->up[0], half, whole);
+        const __m512 xv = load_chunk(x, xt, m->mask[0], half, whole);
         __m512 *a = acc + t * (2 * g - 1);
 #pragma GCC unroll 8
         for (int d = 0; d < g; d++)
             a[g - 1 + d] = _mm512_fmadd_ps(xv, yv[d], a[g - 1 + d]);
 #pragma GCC unroll 8
         for (int d = 1; d < g; d++)
-            a[g - 1 - d] = _mm512_fmadd_ps(
-                load_chunk(x, xt + m->down_at[d], m->down[d], half, whole), yv[0], a[g - 1 - d]);
+            a[g - 1 - d] = _mm512_fmadd_ps(load_chunk(x, xt + m->at[d], m->mask[d], half, whole),
+                                           yv[0], a[g - 1 - d]);
     }
 }
 
@@ -332,14 +315,11 @@ AVX512_FBWVL_INLINE void grouped_chunk_g(const int g, const int half, const cg_p
 {
     enum { MOST = 24 };
     const int taps = MOST / (2 * g - 1);
-    grouped_masks m = {{0}, {0}, {0}, {0}};
+    grouped_masks m;
+    const int valid = n - cb < LANES ? (int)(n - cb) : LANES;
     for (int d = 0; d < g; d++) {
-        for (int l = 0; l < LANES && cb + l < n; l++) {
-            m.up[d] |= (__mmask16)(cg_grouped_lane(cb + l, d, g) << l);
-            m.down[d] |= (__mmask16)(cg_grouped_lane(cb + l, -d, g) << l);
-        }
-        m.up_at[d] = m.up[d] ? d : 0;
-        m.down_at[d] = m.down[d] ? d : 0;
+        m.mask[d] = (__mmask16)cg_grouped_pair_bits(cb, d, g, valid, LANES);
+        m.at[d] = m.mask[d] ? d : 0;
     }
     __m512 acc[MOST];
 #pragma GCC unroll 24
