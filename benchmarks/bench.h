@@ -2,7 +2,8 @@
 /* convgrad-bench: shared declarations of the benchmark's parts.
  *
  *   main.c      options, the layer set, the interleaved rounds, the checks, the reports
- *   limits.c    the machine's limits (FMA loop, OpenBLAS sgemm) and the launch/barrier costs
+ *   limits.c    the machine's limits (FMA loop, STREAM memory bandwidth, OpenBLAS sgemm)
+ *               and the launch/barrier costs
  *   shapes.c    --shapes: layers in oneDNN benchdnn's convolution descriptor syntax
  *   baseline.c  the plain im2col + OpenBLAS sgemm peer
  *   onednn.c    the oneDNN peers: backward-weights, and the training step's forward,
@@ -57,6 +58,16 @@ typedef struct fma_result {
 fma_result bench_fma_limit(int threads, int bits, int quick);
 /* The AVX2+FMA loop only (0 if the CPU lacks it), for context next to OpenBLAS's kernels. */
 double bench_fma_avx2(int threads, int quick);
+/* STREAM's copy (a = b) and triad (a = b + s*c) on `threads` threads at once, each
+ * on its part of three float arrays of array_bytes (4x the last-level cache; 64 MiB
+ * under --quick); best of reps runs, GB/s counted as STREAM does (copy 2 x 4 bytes
+ * an element, triad 3 x 4). 0 GB/s when the arrays could not be allocated. */
+typedef struct stream_result {
+    double copy_gbs, triad_gbs;
+    size_t array_bytes, llc_bytes; /* llc_bytes 0: unknown */
+    int reps;
+} stream_result;
+stream_result bench_stream(int threads, int quick);
 /* OpenBLAS sgemm on an n x n x n product with `threads` OpenBLAS threads; restores 1. */
 double bench_sgemm_limit(int n, int threads, int reps);
 /* Medians in microseconds: core_mask_launch of an empty entry, and one sys_bar round. */
@@ -131,8 +142,13 @@ const char *impl_label(int impl, int dtype); /* "convgrad", "convgrad-fp16", "on
 const char *impl_key(int impl, int dtype);   /* the CSV's names */
 bench_shape shape_of(const bench_layer *L);
 double layer_flops(const bench_shape *s);    /* 2*N*OH*OW*Cout*Kh*Kw*Cin/G */
+/* The bytes the filter gradient must move at least: x and dy read once, dw written
+ * once, in dtype's elements (fp16: all three binary16, as hp_'s). */
+double layer_min_bytes(const bench_shape *s, int dtype);
 /* A dense layer: group 1 (not depthwise or grouped). */
 int is_dense(const bench_layer *L);
+/* A depthwise layer: one input and one output channel a group (group = Cin = Cout > 1). */
+int is_depthwise(const bench_layer *L);
 
 /* One implementation, dtype and mask on one layer: medians of the timed
  * (interleaved) rounds, and of the warm burst after them (back-to-back calls;
@@ -204,14 +220,19 @@ typedef struct limits {
     int threads[33];
     int n;
     double fma[33], fma_avx2[33], sgemm[33];
+    double copy_gbs[33], triad_gbs[33]; /* STREAM copy and triad, GB/s */
     const char *fma_isa;
     int sgemm_n;
+    size_t stream_bytes, llc_bytes; /* each STREAM array's; the last-level cache (0: unknown) */
+    int stream_reps;
     const char *fma_note; /* why that width: the kernel set that runs */
 } limits;
 
 extern limits g_lim;
 /* FMA limit (GFLOP/s) for a run on `cores` cores: the figure at min(cores, CPUs) threads. */
 double fma_limit_for(int cores);
+/* The memory bandwidth (GB/s, STREAM triad) for a run on `cores` cores, the same way. */
+double bandwidth_for(int cores);
 
 /* Prints to stdout and to OUT/summary.txt (clearing the progress line first). */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -230,9 +251,12 @@ void csv_end_row(FILE *f, int header);
 int write_csv(const char *out_dir);
 /* 1 when the PNGs were written; else 0 and why. */
 int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen);
+/* The filter gradient's roofline: for each memory-bound (layer, dtype, cores), the
+ * bytes moved at least, the GB/s achieved and their share of the measured bandwidth. */
+void print_roofline_table(void);
 void report_targets(const overhead_result *ov, int nov);
 /* The training step: its table (every layer run, in run order), its geometric means,
- * and OUT/training.csv. */
+ * the roofline of its memory-bound phases, and OUT/training.csv. */
 void print_train_table(void);
 int write_train_csv(const char *out_dir);
 

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # ctest bench_shapes: convgrad-bench --shapes on a sample of benchdnn
 # descriptors runs every layer of the file, checks them all ok, and writes the
-# warm and interleaved figures and the kernel set in results.csv; a malformed
-# line exits 2 (bad usage) with a message naming the file and the line.
+# warm and interleaved figures, the roofline's columns and the kernel set in
+# results.csv, the memory bandwidth in the limits block and limits.csv, and the
+# roofline; a malformed line exits 2 (bad usage) with a message naming the file
+# and the line.
 #
 #   sh benchmarks/bench_shapes.sh BENCH SHAPES_FILE OUT_DIR
 set -u
@@ -27,6 +29,14 @@ grep -q "^All [0-9]* measured results checked: ok." "$out.stdout" || fail "not e
 grep -q "warm (repeated calls)" "$out.stdout" || fail "the table does not label its warm figures"
 head -n 1 "$out/results.csv" | grep -q "warm_median_ms.*isa_requested,isa_running" ||
     fail "results.csv has no warm_median_ms, isa_requested, isa_running columns"
+head -n 1 "$out/results.csv" | grep -q "min_bytes,memory_bound,bandwidth_gb_per_s,gb_per_s," ||
+    fail "results.csv has no roofline columns (min_bytes, memory_bound, ..., gb_per_s)"
+grep -q "memory bandwidth: copy *[0-9.]* GB/s, triad *[0-9.]* GB/s" "$out.stdout" ||
+    fail "the limits block gives no memory bandwidth"
+grep -q "^stream_triad,1,,,[0-9]" "$out/limits.csv" ||
+    fail "limits.csv has no 1-thread stream_triad GB/s"
+grep -q "^Roofline of the filter gradient" "$out.stdout" ||
+    fail "no roofline of the filter gradient"
 
 # a malformed line: exit 2, the file and the line number in the message
 bad="$out.bad.txt"

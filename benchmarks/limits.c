@@ -5,6 +5,8 @@
  *    else scalar fmaf; AVX2+FMA under --isa avx2), with
  *    many independent accumulators so that it is throughput-bound, on 1..k
  *    threads at once;
+ *  - the memory bandwidth: STREAM's copy and triad on arrays far larger than
+ *    the last-level cache, on the same thread counts;
  *  - OpenBLAS sgemm on a large square product, at 1 and k threads;
  * and the emulated cores' fixed costs: core_mask_launch of an empty entry and
  * one sys_bar round, as medians in microseconds. */
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -127,36 +130,44 @@ static int has_avx2_fma(void)
 #endif
 }
 
-typedef struct fma_job {
-    enum fma_kind kind;
-    long iters;
-    pthread_barrier_t *start;
-    volatile float sink;
-} fma_job;
+/* ---- threads released together ------------------------------------------- */
 
-static void *fma_thread(void *arg)
+enum { TEAM_MAX = 64 };
+
+/* One thread's share of a team's work: part t of `threads`. */
+typedef void (*team_work)(void *arg, int t, int threads);
+
+typedef struct team_member {
+    team_work work;
+    void *arg;
+    int t, threads;
+    pthread_barrier_t *start;
+} team_member;
+
+static void *team_thread(void *p)
 {
-    fma_job *j = arg;
-    pthread_barrier_wait(j->start);
-    j->sink = run_fma(j->kind, j->iters);
+    team_member *m = p;
+    pthread_barrier_wait(m->start);
+    m->work(m->arg, m->t, m->threads);
     return NULL;
 }
 
-/* One timed run of `threads` loops at once: total GFLOP/s from the wall time
- * between the common start and the last thread's end. */
-static double fma_once(enum fma_kind kind, int threads, long iters)
+static int team_size(int threads)
 {
-    pthread_t tid[64];
-    fma_job jobs[64];
+    return threads < 1 ? 1 : threads > TEAM_MAX ? TEAM_MAX : threads;
+}
+
+/* work(arg, t, threads) on `threads` (team_size) threads released by one
+ * barrier: the wall seconds between the common start and the last thread's end. */
+static double team_run(int threads, team_work work, void *arg)
+{
+    pthread_t tid[TEAM_MAX];
+    team_member m[TEAM_MAX];
     pthread_barrier_t start;
-    if (threads > 64)
-        threads = 64;
     pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
     for (int t = 0; t < threads; ++t) {
-        jobs[t].kind = kind;
-        jobs[t].iters = iters;
-        jobs[t].start = &start;
-        pthread_create(&tid[t], NULL, fma_thread, &jobs[t]);
+        m[t] = (team_member){work, arg, t, threads, &start};
+        pthread_create(&tid[t], NULL, team_thread, &m[t]);
     }
     pthread_barrier_wait(&start);
     double t0 = bench_now();
@@ -164,6 +175,31 @@ static double fma_once(enum fma_kind kind, int threads, long iters)
         pthread_join(tid[t], NULL);
     double dt = bench_now() - t0;
     pthread_barrier_destroy(&start);
+    return dt;
+}
+
+/* ---- the FMA limit ----------------------------------------------------------- */
+
+typedef struct fma_job {
+    enum fma_kind kind;
+    long iters;
+    volatile float sink[TEAM_MAX];
+} fma_job;
+
+static void fma_work(void *arg, int t, int threads)
+{
+    fma_job *j = arg;
+    (void)threads;
+    j->sink[t] = run_fma(j->kind, j->iters);
+}
+
+/* One timed run of `threads` loops at once: total GFLOP/s from the wall time
+ * between the common start and the last thread's end. */
+static double fma_once(enum fma_kind kind, int threads, long iters)
+{
+    fma_job j = {.kind = kind, .iters = iters};
+    threads = team_size(threads);
+    double dt = team_run(threads, fma_work, &j);
     return flops_per_iter(kind) * (double)iters * threads / dt * 1e-9;
 }
 
@@ -208,6 +244,136 @@ fma_result bench_fma_limit(int threads, int bits, int quick)
 double bench_fma_avx2(int threads, int quick)
 {
     return has_avx2_fma() ? fma_measure(FMA_256, threads, quick) : 0.0;
+}
+
+/* ---- memory bandwidth: STREAM copy and triad ---------------------------------- */
+
+/* The copy walks one cache line (16 floats) at a time with a compiler barrier
+ * between lines: a plain a[i] = b[i] loop becomes a memcpy call, whose path for
+ * large sizes stores non-temporally and so would count differently from the
+ * triad. */
+enum { STREAM_LINE = 16 };
+
+/* The last-level cache in bytes (sysconf's L3, else the largest cache /sys
+ * lists); 0 when unknown. */
+static size_t llc_bytes(void)
+{
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (l3 > 0)
+        return (size_t)l3;
+#endif
+    size_t best = 0;
+    for (int i = 0; i < 8; ++i) {
+        char path[96];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        unsigned long v = 0;
+        char unit = 0;
+        if (fscanf(f, "%lu%c", &v, &unit) >= 1) {
+            size_t bytes = v * (unit == 'K' ? 1024ul : unit == 'M' ? 1024ul * 1024 : 1ul);
+            best = bytes > best ? bytes : best;
+        }
+        fclose(f);
+    }
+    return best;
+}
+
+/* Bytes of each of the three arrays: STREAM's rule, 4x the last-level cache, 64
+ * MiB at least, 2 GiB at most, the three within a quarter of the memory; 64 MiB
+ * under --quick (still far beyond the L2s, and fast under the sanitizers, where
+ * every access is checked); a whole number of cache lines. */
+static size_t stream_array_bytes(size_t llc, int quick)
+{
+    const size_t mib = 1024ul * 1024;
+    size_t bytes = quick ? 64 * mib : 4 * llc;
+    if (bytes < 64 * mib)
+        bytes = 64 * mib;
+    if (bytes > 2048 * mib)
+        bytes = 2048 * mib;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && 3 * bytes > (size_t)pages * (size_t)page / 4)
+        bytes = (size_t)pages * (size_t)page / 12;
+    return bytes / (STREAM_LINE * sizeof(float)) * (STREAM_LINE * sizeof(float));
+}
+
+static void stream_copy(float *restrict a, const float *restrict b, size_t n)
+{
+    for (size_t i = 0; i < n; i += STREAM_LINE) {
+        for (size_t k = 0; k < STREAM_LINE; ++k)
+            a[i + k] = b[i + k];
+        __asm__ volatile("" ::: "memory");
+    }
+}
+
+static void stream_triad(float *restrict a, const float *restrict b, const float *restrict c,
+                         float s, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        a[i] = b[i] + s * c[i];
+}
+
+enum stream_op { STREAM_TOUCH, STREAM_COPY, STREAM_TRIAD };
+
+typedef struct stream_job {
+    float *a, *b, *c;
+    size_t n; /* elements of each array, a whole number of lines */
+    enum stream_op op;
+} stream_job;
+
+/* Thread t's part of the arrays, whole lines: the same part in every pass, so
+ * that the pages it first touched are the ones it streams (local on NUMA). */
+static void stream_work(void *arg, int t, int threads)
+{
+    stream_job *j = arg;
+    const size_t lines = j->n / STREAM_LINE;
+    const size_t lo = lines * (size_t)t / (size_t)threads * STREAM_LINE;
+    const size_t n = lines * (size_t)(t + 1) / (size_t)threads * STREAM_LINE - lo;
+    switch (j->op) {
+    case STREAM_TOUCH:
+        for (size_t i = lo; i < lo + n; ++i) {
+            j->a[i] = 0.0f;
+            j->b[i] = 1.0f;
+            j->c[i] = 2.0f;
+        }
+        break;
+    case STREAM_COPY: stream_copy(j->a + lo, j->b + lo, n); break;
+    case STREAM_TRIAD: stream_triad(j->a + lo, j->b + lo, j->c + lo, 3.0f, n); break;
+    }
+}
+
+stream_result bench_stream(int threads, int quick)
+{
+    stream_result r = {0};
+    threads = team_size(threads);
+    r.llc_bytes = llc_bytes();
+    r.array_bytes = stream_array_bytes(r.llc_bytes, quick);
+    r.reps = quick ? 3 : 6;
+    stream_job j = {.n = r.array_bytes / sizeof(float)};
+    j.a = aligned_alloc(64, r.array_bytes);
+    j.b = aligned_alloc(64, r.array_bytes);
+    j.c = aligned_alloc(64, r.array_bytes);
+    if (j.a && j.b && j.c) {
+        j.op = STREAM_TOUCH;
+        team_run(threads, stream_work, &j);
+        /* bytes as STREAM counts them: copy reads b and writes a, triad reads b
+         * and c and writes a; the write-allocate reads of a are not counted */
+        const double copy_bytes = 2.0 * r.array_bytes, triad_bytes = 3.0 * r.array_bytes;
+        for (int k = 0; k < r.reps; ++k) {
+            j.op = STREAM_COPY;
+            double g = copy_bytes / team_run(threads, stream_work, &j) * 1e-9;
+            r.copy_gbs = g > r.copy_gbs ? g : r.copy_gbs;
+            j.op = STREAM_TRIAD;
+            g = triad_bytes / team_run(threads, stream_work, &j) * 1e-9;
+            r.triad_gbs = g > r.triad_gbs ? g : r.triad_gbs;
+        }
+    }
+    free(j.a);
+    free(j.b);
+    free(j.c);
+    return r;
 }
 
 /* ---- OpenBLAS sgemm ----------------------------------------------------- */

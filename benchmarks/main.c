@@ -3,8 +3,13 @@
  * set, for core masks 0b1, 0b11, ... up to the machine's CPUs, against its
  * peers measured in the same run: oneDNN backward-weights, a plain im2col +
  * OpenBLAS sgemm, and the machine's limits (an FMA loop at the widest vector
- * width, OpenBLAS sgemm on a large square product). See --help and
- * docs/benchmarks.md.
+ * width, STREAM's copy and triad for the memory bandwidth, OpenBLAS sgemm on a
+ * large square product). See --help and docs/benchmarks.md.
+ *
+ * Roofline: a (layer, dtype, cores) is memory-bound when its FLOPs over the
+ * bytes it must move at least (x, dy read once, dw written once) fall below
+ * the machine balance (the FMA limit over the triad at that many threads); for
+ * those the report gives the GB/s reached and their share of the triad.
  *
  * Timing: interleaved rounds (each round runs every implementation and core
  * count once, in a rotating order), after warm-up runs; medians are kept.
@@ -284,9 +289,11 @@ static void usage(FILE *f)
             "Runs fp_conv_grad_filter_s (host mode) on the built-in layer set (or --shapes's)\n"
             "for core masks 0b1, 0b11, ... up to the CPU count, against oneDNN\n"
             "backward-weights, a plain im2col + OpenBLAS sgemm baseline and the machine's\n"
-            "limits, and the whole fp32 training step (cg_conv2d_*) against oneDNN's, all in\n"
-            "one run; checks every result; prints tables (warm and interleaved figures) and\n"
-            "writes CSV and PNG plots.\n"
+            "limits (an FMA loop, OpenBLAS sgemm, the memory bandwidth: STREAM copy and\n"
+            "triad), and the whole fp32 training step (cg_conv2d_*) against oneDNN's, all in\n"
+            "one run; checks every result; prints tables (warm and interleaved figures; a\n"
+            "roofline of the memory-bound layers: the bytes they must move at least, the\n"
+            "GB/s reached, its share of the measured bandwidth) and writes CSV and PNG plots.\n"
             "\n"
             "  --layers a,b,c   layers to run, by name (default: all; --list shows them)\n"
             "  --shapes FILE    the layers of FILE instead of the built-in set: one oneDNN\n"
@@ -330,6 +337,7 @@ static void usage(FILE *f)
             "                   the CPUs)\n"
             "  --dtype T        fp32, fp16 or both (default both; fp16 = hp_conv_grad_filter_s)\n"
             "  --quick          smoke test: %d rounds, %d warm-up, small limit measurements\n"
+            "                   (64 MiB STREAM arrays, not 4x the last-level cache)\n"
             "  --out DIR        where results.csv, training.csv, limits.csv, overhead.csv,\n"
             "                   metadata.csv (the build and the CPU), summary.txt and the\n"
             "                   plots go (default %s, under the current directory)\n"
@@ -664,6 +672,15 @@ double train_flops(const bench_shape *s)
 static size_t dw_elems(const bench_shape *s)
 {
     return (size_t)s->cout * s->kh * s->kw * (size_t)(s->cin / s->group);
+}
+
+/* out_dw is accumulated into, so a call also reads dw: not counted, as the
+ * roofline's definition (dw is small beside x and dy where it matters). */
+double layer_min_bytes(const bench_shape *s, int dtype)
+{
+    const double elems = (double)s->n * s->h * s->w * s->cin +
+                         (double)s->n * s->oh * s->ow * s->cout + (double)dw_elems(s);
+    return elems * (dtype == DT_FP16 ? sizeof(float16) : sizeof(float));
 }
 
 /* Multiples of 1/8 in [-1, 1]: exact in binary16 too. */
@@ -1042,23 +1059,33 @@ const result *find_result(int layer, int impl, int dtype, int cores)
 
 limits g_lim;
 
-/* FMA limit for a run on `cores` cores (the measured figure at min(cores, CPUs) threads). */
-double fma_limit_for(int cores)
+/* g_lim's index for a run on `cores` cores (the figures at min(cores, CPUs)
+ * threads), or -1 when they were not measured. */
+static int limits_index(int cores)
 {
     int t = cores < tool_online_cpus() ? cores : tool_online_cpus();
     for (int i = 0; i < g_lim.n; ++i)
         if (g_lim.threads[i] == t)
-            return g_lim.fma[i];
-    return 0;
+            return i;
+    return -1;
+}
+
+double fma_limit_for(int cores)
+{
+    int i = limits_index(cores);
+    return i < 0 ? 0 : g_lim.fma[i];
 }
 
 static double sgemm_limit_for(int cores)
 {
-    int t = cores < tool_online_cpus() ? cores : tool_online_cpus();
-    for (int i = 0; i < g_lim.n; ++i)
-        if (g_lim.threads[i] == t)
-            return g_lim.sgemm[i];
-    return 0;
+    int i = limits_index(cores);
+    return i < 0 ? 0 : g_lim.sgemm[i];
+}
+
+double bandwidth_for(int cores)
+{
+    int i = limits_index(cores);
+    return i < 0 ? 0 : g_lim.triad_gbs[i];
 }
 
 /* ---- the run-time estimate (a model, refined by what the run measures) ------------ */
@@ -1066,6 +1093,11 @@ static double sgemm_limit_for(int cores)
 int is_dense(const bench_layer *L)
 {
     return L->group == 1;
+}
+
+int is_depthwise(const bench_layer *L)
+{
+    return L->group > 1 && L->group == L->cin && L->group == L->cout;
 }
 
 static double guess_seconds(const bench_layer *L, int impl, int cores)
@@ -1900,6 +1932,10 @@ int main(int argc, char **argv)
                      want[k] == 1 ? "" : "s");
             fma_result fr = bench_fma_limit(want[k], isa->bits, o.quick);
             double avx2 = bench_fma_avx2(want[k], o.quick);
+            /* before sgemm: OpenBLAS's threads spin after it, until the settle pause */
+            progress("measuring the machine's limits: memory bandwidth (STREAM), %d thread%s",
+                     want[k], want[k] == 1 ? "" : "s");
+            stream_result sr = bench_stream(want[k], o.quick);
             progress("measuring the machine's limits: OpenBLAS sgemm %d^3, %d thread%s",
                      g_lim.sgemm_n, want[k], want[k] == 1 ? "" : "s");
             double sg = bench_sgemm_limit(g_lim.sgemm_n, want[k], o.quick ? 2 : 3);
@@ -1909,25 +1945,55 @@ int main(int argc, char **argv)
             g_lim.fma[g_lim.n] = fr.gflops;
             g_lim.fma_avx2[g_lim.n] = avx2;
             g_lim.sgemm[g_lim.n] = sg;
+            g_lim.copy_gbs[g_lim.n] = sr.copy_gbs;
+            g_lim.triad_gbs[g_lim.n] = sr.triad_gbs;
+            g_lim.stream_bytes = sr.array_bytes;
+            g_lim.llc_bytes = sr.llc_bytes;
+            g_lim.stream_reps = sr.reps;
             g_lim.fma_isa = fr.isa;
             g_lim.n++;
             say("  %2d thread%s: FMA loop (%s) %8.1f GFLOP/s; AVX2 FMA loop %8.1f; OpenBLAS "
                 "sgemm %d^3 %8.1f GFLOP/s (%.0f%% of the FMA limit)\n",
                 want[k], want[k] == 1 ? " " : "s", fr.isa, fr.gflops, avx2, g_lim.sgemm_n, sg,
                 fr.gflops > 0 ? 100.0 * sg / fr.gflops : 0.0);
+            if (sr.triad_gbs > 0)
+                say("              memory bandwidth: copy %6.1f GB/s, triad %6.1f GB/s; machine "
+                    "balance %.1f FLOP/byte (the FMA limit over the triad)\n",
+                    sr.copy_gbs, sr.triad_gbs, fr.gflops / sr.triad_gbs);
+            else
+                say("              memory bandwidth: not measured (3 arrays of %zu MiB could "
+                    "not be allocated)\n",
+                    sr.array_bytes >> 20);
         }
+        char llc[160] = "the last-level cache: unknown";
+        if (g_lim.llc_bytes)
+            snprintf(llc, sizeof llc, "the last-level cache: %zu MiB%s", g_lim.llc_bytes >> 20,
+                     g_lim.stream_bytes < g_lim.llc_bytes ? ", more than an array: the figures may "
+                                                            "be partly the cache's"
+                                                          : "");
+        say("  (memory bandwidth: STREAM's copy a = b and triad a = b + s*c, each thread on its "
+            "part of 3 float arrays of %zu MiB (%s), first touched by that thread; best of %d; "
+            "bytes as STREAM counts them, 8 (copy) and 12 (triad) an element, the write-allocate "
+            "reads not counted)\n",
+            g_lim.stream_bytes >> 20, llc, g_lim.stream_reps);
         char path[4200];
         FILE *f = csv_open(out, "limits.csv", path, sizeof path);
         if (f) {
-            fprintf(f, "measure,threads,isa,gflops");
+            /* a compute limit in gflops, a bandwidth in gb_per_s (the other empty) */
+            fprintf(f, "measure,threads,isa,gflops,gb_per_s");
             csv_end_row(f, 1);
             for (int k = 0; k < g_lim.n; ++k) {
-                fprintf(f, "fma_loop,%d,%s,%.3f", g_lim.threads[k], g_lim.fma_isa, g_lim.fma[k]);
+                fprintf(f, "fma_loop,%d,%s,%.3f,", g_lim.threads[k], g_lim.fma_isa, g_lim.fma[k]);
                 csv_end_row(f, 0);
-                fprintf(f, "fma_loop_avx2,%d,avx2+fma,%.3f", g_lim.threads[k], g_lim.fma_avx2[k]);
+                fprintf(f, "fma_loop_avx2,%d,avx2+fma,%.3f,", g_lim.threads[k],
+                        g_lim.fma_avx2[k]);
                 csv_end_row(f, 0);
-                fprintf(f, "openblas_sgemm_%d,%d,,%.3f", g_lim.sgemm_n, g_lim.threads[k],
+                fprintf(f, "openblas_sgemm_%d,%d,,%.3f,", g_lim.sgemm_n, g_lim.threads[k],
                         g_lim.sgemm[k]);
+                csv_end_row(f, 0);
+                fprintf(f, "stream_copy,%d,,,%.3f", g_lim.threads[k], g_lim.copy_gbs[k]);
+                csv_end_row(f, 0);
+                fprintf(f, "stream_triad,%d,,,%.3f", g_lim.threads[k], g_lim.triad_gbs[k]);
                 csv_end_row(f, 0);
             }
         }
@@ -1988,6 +2054,7 @@ int main(int argc, char **argv)
         "limit at the same number of cores; vs oneDNN: oneDNN's time over this row's (>1 = "
         "faster than oneDNN, same cores); x1core: the same implementation's 1-core time over "
         "this row's)\n");
+    print_roofline_table();
     if (o.train_reps > 0)
         print_train_table();
 

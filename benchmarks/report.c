@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* convgrad-bench's reports: the table rows, the performance targets, the CSV
- * files and the gnuplot plots. Everything here reads the results main.c
- * collected (g_results) and the limits it measured (g_lim). */
+/* convgrad-bench's reports: the table rows, the rooflines of the memory-bound
+ * layers, the performance targets, the CSV files and the gnuplot plots.
+ * Everything here reads the results main.c collected (g_results) and the
+ * limits it measured (g_lim). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
@@ -39,6 +40,15 @@ static void fmt_pct(char *buf, size_t len, double gflops, int cores)
     double lim = fma_limit_for(cores);
     if (lim > 0 && gflops > 0)
         snprintf(buf, len, "%.1f%%", 100.0 * gflops / lim);
+    else
+        snprintf(buf, len, "-");
+}
+
+/* "%.<prec>f<suffix>" of v, or "-" when v <= 0 */
+static void fmt_or_dash(char *buf, size_t len, double v, int prec, const char *suffix)
+{
+    if (v > 0)
+        snprintf(buf, len, "%.*f%s", prec, v, suffix);
     else
         snprintf(buf, len, "-");
 }
@@ -87,6 +97,108 @@ void print_rows_for_layer(int li)
                     ratio, speed, med, gf, pct, chk);
                 first = 0;
             }
+}
+
+/* ---- the roofline ------------------------------------------------------------------ */
+
+/* 1 when the FLOPs over the bytes moved at least fall below the machine balance at
+ * `cores` (the FMA limit over the triad bandwidth): the memory bounds the work, not
+ * the FMAs. */
+static int memory_bound(double flops, double bytes, int cores)
+{
+    const double fma = fma_limit_for(cores), bw = bandwidth_for(cores);
+    return fma > 0 && bw > 0 && bytes > 0 && flops / bytes < fma / bw;
+}
+
+/* The share (%) of the measured bandwidth at `cores` that `bytes` in `ms` reach; 0: none. */
+static double pct_bandwidth(double bytes, double ms, int cores)
+{
+    const double bw = bandwidth_for(cores);
+    return bw > 0 && ms > 0 ? 100.0 * bytes / (ms * 1e6) / bw : 0;
+}
+
+/* The roofline table's columns after the layer's: `what` (dtype or phase), then
+ * per group (warm, interleaved) convgrad's and oneDNN's GB/s and share. */
+static void roofline_header(const char *what)
+{
+    const int nw = name_width();
+    say("%-*s %5s %5s %7s %7s %8s %10s  %s  %s\n", nw, "", "", "", "", "", "", "",
+        "-------- warm (repeated calls) --------", "------------- interleaved -------------");
+    say("%-*s %5s %5s %7s %7s %8s %10s  %13s %6s %11s %6s  %13s %6s %11s %6s\n", nw, "layer",
+        what, "cores", "FLOP/B", "balance", "min MB", "triad GB/s", "convgrad GB/s", "%BW",
+        "oneDNN GB/s", "%BW", "convgrad GB/s", "%BW", "oneDNN GB/s", "%BW");
+}
+
+/* One row: `bytes` moved at least in convgrad's and oneDNN's warm and interleaved
+ * medians (ms; 0: none, shown '-'). */
+static void roofline_row(const char *name, const char *what, int cores, double flops, double bytes,
+                         const double cg_ms[2], const double dn_ms[2])
+{
+    char cells[4][2][16];
+    const double ms[4] = {cg_ms[0], dn_ms[0], cg_ms[1], dn_ms[1]};
+    for (int k = 0; k < 4; ++k) {
+        fmt_or_dash(cells[k][0], sizeof cells[k][0], ms[k] > 0 ? bytes / (ms[k] * 1e6) : 0, 1, "");
+        fmt_or_dash(cells[k][1], sizeof cells[k][1], pct_bandwidth(bytes, ms[k], cores), 1, "%");
+    }
+    say("%-*s %5s %5d %7.2f %7.2f %8.1f %10.1f  %13s %6s %11s %6s  %13s %6s %11s %6s\n",
+        name_width(), name, what, cores, flops / bytes, fma_limit_for(cores) / bandwidth_for(cores),
+        bytes * 1e-6, bandwidth_for(cores), cells[0][0], cells[0][1], cells[1][0], cells[1][1],
+        cells[2][0], cells[2][1], cells[3][0], cells[3][1]);
+}
+
+/* A result's warm and interleaved medians (ms; warm 0 when it had no burst). */
+static void result_ms(const result *r, double ms[2])
+{
+    ms[0] = r && r->warm_reps > 0 ? r->warm_ms : 0;
+    ms[1] = r ? r->median_ms : 0;
+}
+
+void print_roofline_table(void)
+{
+    const int K = max_cores_measured();
+    int rows = 0;
+    for (int i = 0; i < g_nresults; ++i) {
+        const int li = g_results[i].layer;
+        int seen = 0; /* the layers in run order, each once */
+        for (int j = 0; j < i; ++j)
+            seen |= g_results[j].layer == li;
+        if (seen)
+            continue;
+        bench_shape s = shape_of(&bench_layers[li]);
+        int first = 1;
+        for (int dt = DT_FP32; dt <= DT_FP16; ++dt)
+            for (int c = 1; c <= K; ++c) {
+                const result *cg = find_result(li, IMPL_CONVGRAD, dt, c);
+                if (!cg || !memory_bound(layer_flops(&s), layer_min_bytes(&s, dt), c))
+                    continue;
+                /* oneDNN is fp32 only: beside convgrad's fp32 rows */
+                const result *dn = dt == DT_FP32 ? find_result(li, IMPL_ONEDNN, DT_FP32, c) : NULL;
+                if (!rows++) {
+                    say("\nRoofline of the filter gradient: the memory-bound (layer, dtype, "
+                        "cores), whose FLOP/B (FLOPs over the bytes it must move at least: x and "
+                        "dy read once, dw written once) is below the machine balance (the FMA "
+                        "limit over the STREAM triad bandwidth at the same cores)\n");
+                    roofline_header("dtype");
+                }
+                double cms[2], dms[2];
+                result_ms(cg, cms);
+                result_ms(dn, dms);
+                roofline_row(first ? bench_layers[li].name : "", dt == DT_FP16 ? "fp16" : "fp32", c,
+                             layer_flops(&s), layer_min_bytes(&s, dt), cms, dms);
+                first = 0;
+            }
+    }
+    if (rows)
+        say("(min MB: those bytes, 10^6; GB/s: min MB over the median time, a lower bound of "
+            "the traffic; %%BW: that over the triad at the same cores, past 100%% where the "
+            "tensors stay in the caches; fp16 moves binary16 x, dy and dw, and has no oneDNN "
+            "peer)\n");
+    else if (bandwidth_for(1) > 0)
+        say("\nRoofline of the filter gradient: no (layer, dtype, cores) of the run is "
+            "memory-bound (FLOP/B at or above the machine balance)\n");
+    else
+        say("\nRoofline of the filter gradient: not made (the memory bandwidth was not "
+            "measured)\n");
 }
 
 /* ---- the training step ------------------------------------------------------------- */
@@ -162,15 +274,6 @@ static double train_geomean(int cores, int judged, int *n)
     return *n ? exp(logsum / *n) : 0;
 }
 
-/* "%.<prec>f<suffix>" of v, or "-" when v <= 0 */
-static void fmt_or_dash(char *buf, size_t len, double v, int prec, const char *suffix)
-{
-    if (v > 0)
-        snprintf(buf, len, "%.*f%s", prec, v, suffix);
-    else
-        snprintf(buf, len, "-");
-}
-
 /* One group of the training table's columns: convgrad's and oneDNN's step (ms),
  * the ratio, convgrad's GFLOP/s and each phase's ratio; the warm group's times
  * are the bursts' and its ratios the judged figures' (as the filter-gradient
@@ -188,6 +291,45 @@ static void train_cells(char *line, size_t len, const train_result *cg, const tr
         fmt_or_dash(ph[k], sizeof ph[k], train_ratio(cg, dn, k, warm), 2, "x");
     snprintf(line, len, "%11s %10s %7s %8s %7s %7s %7s", cms, dms, ratio, gf, ph[PH_FWD],
              ph[PH_BWD_DATA], ph[PH_BWD_WEIGHTS]);
+}
+
+/* The training step's phases on the (layer, cores) where they are memory-bound:
+ * each phase moves the same bytes at least and does the same FLOPs (forward: x
+ * and w read, y written; backward data: dy and w read, dx written; backward
+ * weights: the filter gradient's x, dy and dw), so one test covers all three. */
+static void print_train_roofline(const int *layers, int nl, const int *cores, int nc)
+{
+    static const char *const phase[NPHASE] = {"fwd", "bwd-d", "bwd-w"};
+    int rows = 0;
+    for (int a = 0; a < nl; ++a) {
+        const int li = layers[a];
+        bench_shape s = shape_of(&bench_layers[li]);
+        const double flops = layer_flops(&s), bytes = layer_min_bytes(&s, DT_FP32);
+        int first = 1;
+        for (int b = 0; b < nc; ++b) {
+            const train_result *cg = find_train(li, TRAIN_CONVGRAD, cores[b]);
+            const train_result *dn = find_train(li, TRAIN_ONEDNN, cores[b]);
+            if (!cg || !memory_bound(flops, bytes, cores[b]))
+                continue;
+            if (!rows++) {
+                say("\nRoofline of the training step's phases on the memory-bound (layer, cores): "
+                    "each phase must move x + dy + w bytes at least (forward: x, w read, y "
+                    "written; bwd-d: dy, w read, dx written; bwd-w: x, dy read, dw written) for "
+                    "the convolution's FLOPs\n");
+                roofline_header("phase");
+            }
+            for (int ph = 0; ph < NPHASE; ++ph) {
+                const double cms[2] = {train_ms(cg, ph, 1), train_ms(cg, ph, 0)};
+                const double dms[2] = {dn ? train_ms(dn, ph, 1) : 0, dn ? train_ms(dn, ph, 0) : 0};
+                roofline_row(first ? bench_layers[li].name : "", phase[ph], cores[b], flops, bytes,
+                             cms, dms);
+                first = 0;
+            }
+        }
+    }
+    if (rows)
+        say("(as the filter gradient's roofline; bwd-w includes the bias gradient on both sides, "
+            "its db not counted)\n");
 }
 
 void print_train_table(void)
@@ -267,6 +409,7 @@ void print_train_table(void)
                 "%s\n",
                 judged ? "warm (interleaved where no burst)" : "interleaved", line);
     }
+    print_train_roofline(layers, nl, cores, nc);
 }
 
 /* ---- the CSV files ------------------------------------------------------------ */
@@ -395,7 +538,8 @@ int write_csv(const char *out_dir)
             "ratio_vs_onednn,speedup_vs_1core,check,check_worst_err_over_tol,check_detail,"
             "onednn_impl,onednn_reorder_to_ohwi_ms,workspace_bytes,scratch_per_core_bytes,"
             "warm_reps,warm_median_ms,warm_gflops,warm_pct_fma_limit,warm_ratio_vs_onednn,"
-            "warm_speedup_vs_1core");
+            "warm_speedup_vs_1core,min_bytes,memory_bound,bandwidth_gb_per_s,gb_per_s,"
+            "pct_bandwidth,warm_gb_per_s,warm_pct_bandwidth");
     csv_end_row(f, 1);
     for (int i = 0; i < g_nresults; ++i) {
         const result *r = &g_results[i];
@@ -447,6 +591,20 @@ int write_csv(const char *out_dir)
                 fprintf(f, "%.4f", one->warm_ms / r->warm_ms);
         } else {
             fprintf(f, ",,,,");
+        }
+        /* the roofline: the bytes moved at least, their rate, its share of the triad */
+        const double bytes = layer_min_bytes(&s, r->dtype), bw = bandwidth_for(r->cores);
+        const double ms[2] = {r->median_ms, r->warm_reps > 0 ? r->warm_ms : 0};
+        fprintf(f, ",%.0f,%d,", bytes, memory_bound(layer_flops(&s), bytes, r->cores));
+        if (bw > 0)
+            fprintf(f, "%.3f", bw);
+        for (int k = 0; k < 2; ++k) { /* interleaved, then warm */
+            fputc(',', f);
+            if (ms[k] > 0)
+                fprintf(f, "%.3f", bytes / (ms[k] * 1e6));
+            fputc(',', f);
+            if (ms[k] > 0 && bw > 0)
+                fprintf(f, "%.2f", pct_bandwidth(bytes, ms[k], r->cores));
         }
         csv_end_row(f, 0);
     }
@@ -926,7 +1084,30 @@ void report_targets(const overhead_result *ov, int nov)
                    "depthwise/grouped >= 1.5x oneDNN: not evaluated (no such layer, or no "
                    "oneDNN)");
     }
-    /* 7: launch + barrier cost under 5% of the smallest layer's time */
+    /* 7: depthwise layers' filter gradient >= 60% of the measured memory bandwidth at 2
+     * cores (the memory-bound ones: the roofline's bar applies where the bytes bound it) */
+    {
+        tally t = tally_of(60.0, 1, "memory-bound depthwise layers");
+        for (int i = 0; i < g_nresults; ++i) {
+            const result *r = convgrad_fp32(i, 0);
+            if (!r || r->cores != 2 || !is_depthwise(&bench_layers[r->layer]))
+                continue;
+            bench_shape s = shape_of(&bench_layers[r->layer]);
+            const double bytes = layer_min_bytes(&s, DT_FP32);
+            if (memory_bound(layer_flops(&s), bytes, r->cores))
+                tally_add(&t, pct_bandwidth(bytes, judged_ms(r), r->cores), r->layer, 0, NULL);
+        }
+        char what[256];
+        snprintf(what, sizeof what,
+                 "depthwise layers' filter gradient (fp32) at 2 cores >= 60%% of the measured "
+                 "memory bandwidth (the STREAM triad's %.1f GB/s; bytes: x, dy read and dw "
+                 "written once)",
+                 bandwidth_for(2));
+        tally_line(&met, &evaluated, &t, what,
+                   "depthwise layers >= 60% of the memory bandwidth at 2 cores: not evaluated "
+                   "(needs a 2-core mask, the bandwidth and a memory-bound depthwise layer)");
+    }
+    /* 8: launch + barrier cost under 5% of the smallest layer's time */
     {
         const overhead_result *o2 = NULL;
         for (int i = 0; i < nov; ++i)
@@ -955,7 +1136,7 @@ void report_targets(const overhead_result *ov, int nov)
                         "2-core mask)");
         }
     }
-    /* 8: memory reported */
+    /* 9: memory reported */
 #ifdef CG_BENCH_HAVE_SCRATCH_BYTES
     target_line(&met, &evaluated, 1,
                 "memory reported per layer: the caller's workspace and the library's scratch per "
