@@ -1190,8 +1190,91 @@ static void weights_by_tap(const job *jb, float *by_tap)
             }
 }
 
+/* ---- depthwise by runs of a row ---- */
+
+/* One axis of a depthwise forward or input gradient: output position o
+ * reads source position o*step + k*tap + off through tap k < taps, inside
+ * when in [0, len). The forward reads x: step the stride, tap the dilation,
+ * off -pad; the input gradient (stride 1) dy: step 1, tap -dilation, off
+ * +pad. */
+typedef struct dw_axis {
+    int64_t step, tap, off, len, taps;
+} dw_axis;
+
+static int64_t floor_div(int64_t a, int64_t b) /* b > 0 */
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/* The taps [*k0, *k1) through which position o reads inside the source. */
+static void axis_taps(const dw_axis *a, int64_t o, int64_t *k0, int64_t *k1)
+{
+    const int64_t below = o * a->step + a->off, above = a->len - 1 - below;
+    const int64_t t = a->tap > 0 ? a->tap : -a->tap;
+    /* inside: below + k*tap >= 0 and <= len - 1 */
+    const int64_t lo = -floor_div(a->tap > 0 ? below : above, t);
+    const int64_t hi = floor_div(a->tap > 0 ? above : below, t) + 1;
+    *k0 = lo < 0 ? 0 : lo;
+    *k1 = hi > a->taps ? a->taps : hi < *k0 ? *k0 : hi;
+}
+
+/* The positions [*o_lo, *o_hi) of [0, out) whose taps are all inside. */
+static void axis_inside(const dw_axis *a, int64_t out, int64_t *o_lo, int64_t *o_hi)
+{
+    const int64_t reach = (a->taps - 1) * a->tap; /* the last tap's offset from the first */
+    const int64_t least = reach < 0 ? reach : 0, most = reach > 0 ? reach : 0;
+    const int64_t lo = -floor_div(least + a->off, a->step);
+    const int64_t hi = floor_div(a->len - 1 - most - a->off, a->step) + 1;
+    *o_lo = lo < 0 ? 0 : lo > out ? out : lo;
+    *o_hi = hi > out ? out : hi < *o_lo ? *o_lo : hi;
+}
+
+/* The depthwise (one channel a group) forward, or input gradient of stride
+ * 1, over output pixels [first, last) of out_h x out_w images: each output
+ * row's pixels whose taps are all inside as one run of the dwconv_run
+ * kernel, the others (by the edges) a run each, through their inside taps;
+ * `rows` holds 2 * kernel_h pointers: a run's rows, and the source lines of
+ * the output row's kernel rows. */
+static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, const float *src,
+                           const float *init, int64_t out_h, int64_t out_w, const float *by_tap,
+                           const float **rows, int64_t first, int64_t last)
+{
+    const int64_t c = jb->plan.cout;
+    int64_t in_lo, in_hi;
+    axis_inside(h, out_w, &in_lo, &in_hi);
+    const float **line = rows + v->taps;
+    for (int64_t at = first; at < last;) { /* a piece of an output row */
+        const int64_t image = at / (out_h * out_w), oy = at / out_w % out_h, ox0 = at % out_w;
+        const int64_t ox1 = min64(out_w, ox0 + last - at);
+        for (int64_t kh = 0; kh < v->taps; kh++) {
+            const int64_t sy = oy * v->step + kh * v->tap + v->off;
+            line[kh] = sy >= 0 && sy < v->len ? src + (image * v->len + sy) * h->len * c : NULL;
+        }
+        const int64_t inside0 = in_lo < ox0 ? ox0 : in_lo > ox1 ? ox1 : in_lo;
+        const int64_t inside1 = in_hi < inside0 ? inside0 : in_hi > ox1 ? ox1 : in_hi;
+        for (int64_t ox = ox0; ox < ox1;) {
+            int64_t k0 = 0, k1 = h->taps, end = inside1;
+            if (ox < inside0 || ox >= inside1) {
+                axis_taps(h, ox, &k0, &k1);
+                end = ox + 1;
+            }
+            for (int64_t kh = 0; kh < v->taps; kh++) /* at the run's first pixel and tap */
+                rows[kh] = line[kh] && k0 < k1
+                               ? line[kh] + (ox * h->step + h->off + k0 * h->tap) * c
+                               : NULL;
+            const cg_dwconv_run run = {rows, v->taps, h->taps, k0, k1, h->step * c, h->tap * c};
+            cg_kernels()->dwconv_run(jb->out + ((image * out_h + oy) * out_w + ox) * c, init,
+                                     &run, by_tap, end - ox, c);
+            ox = end;
+        }
+        at += ox1 - ox0;
+    }
+}
+
+/* ---- grouped, and depthwise input gradients of a stride over 1: by pixels ---- */
+
 /* Pixels a pixel call takes: the grouped kernels share each weight among
- * several. */
+ * several; a depthwise input gradient's taps differ a pixel. */
 static int64_t pixels_a_call(const cg_plan *p)
 {
     return p->cin_g == 1 ? 1 : CG_GROUPED_PIXELS;
@@ -1212,8 +1295,8 @@ static void some_pixels(const job *jb, float *out, const float *init, const floa
 
 /* y[row] = b + sum over taps of x(tap) * w[tap], for output pixels [first,
  * last); `rows` holds a pointer a tap for pixels_a_call pixels. */
-static void depthwise_forward(const job *jb, const float *by_tap, const float **rows, int64_t first,
-                              int64_t last)
+static void forward_by_pixels(const job *jb, const float *by_tap, const float **rows,
+                              int64_t first, int64_t last)
 {
     const cg_plan *p = &jb->plan;
     const int64_t c = p->cout;
@@ -1250,7 +1333,7 @@ static int64_t output_of(int64_t in, int64_t k, int64_t dilation, int64_t pad, i
 /* dx[pixel] = sum over the taps that reach it of dy(tap) * w[tap], for input
  * pixels [first, last); `rows` holds a pointer a tap for pixels_a_call
  * pixels. */
-static void depthwise_data(const job *jb, const float *by_tap, const float **rows, int64_t first,
+static void data_by_pixels(const job *jb, const float *by_tap, const float **rows, int64_t first,
                            int64_t last)
 {
     const cg_plan *p = &jb->plan;
@@ -1281,7 +1364,9 @@ static void depthwise_data(const job *jb, const float *by_tap, const float **row
     }
 }
 
-/* Forward and input gradient, depthwise or grouped_nhwc, split by pixels. */
+/* Forward and input gradient, depthwise or grouped_nhwc, split by pixels:
+ * depthwise by runs of a row (the input gradient where its stride is 1),
+ * the others pixels_a_call pixels a call. */
 static cg_status depthwise_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
@@ -1292,16 +1377,28 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
     cg_split_range(pixels, rank, jb->members, &first, &last);
     const int some = first < last; /* pointers are int64-sized here */
     const int64_t weights = p->taps * (2 * p->cin_g - 1) * p->cout;
-    if (core_scratch(jb, some ? p->taps * pixels_a_call(p) : 0, some ? weights : 0, &rows, &by_tap,
-                     err) != CG_OK)
+    /* a pointer a tap for each pixel of a call, or a run's 2 x kernel_h */
+    const int64_t pointers = max64(p->taps * pixels_a_call(p), 2 * p->kernel_h);
+    if (core_scratch(jb, some ? pointers : 0, some ? weights : 0, &rows, &by_tap, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     if (!some)
         return CG_OK;
     weights_by_tap(jb, by_tap);
-    if (forward)
-        depthwise_forward(jb, by_tap, (const float **)rows, first, last);
-    else
-        depthwise_data(jb, by_tap, (const float **)rows, first, last);
+    const float **ptrs = (const float **)rows;
+    if (p->cin_g == 1 && forward) {
+        const dw_axis v = {p->stride_h, p->dil_h, -p->pad_u, p->in_h, p->kernel_h};
+        const dw_axis h = {p->stride_w, p->dil_w, -p->pad_l, p->in_w, p->kernel_w};
+        depthwise_runs(jb, &v, &h, jb->in0, jb->bias, p->out_h, p->out_w, by_tap, ptrs, first,
+                       last);
+    } else if (p->cin_g == 1 && p->stride_h == 1 && p->stride_w == 1) {
+        const dw_axis v = {1, -p->dil_h, p->pad_u, p->out_h, p->kernel_h};
+        const dw_axis h = {1, -p->dil_w, p->pad_l, p->out_w, p->kernel_w};
+        depthwise_runs(jb, &v, &h, jb->in0, NULL, p->in_h, p->in_w, by_tap, ptrs, first, last);
+    } else if (forward) {
+        forward_by_pixels(jb, by_tap, ptrs, first, last);
+    } else {
+        data_by_pixels(jb, by_tap, ptrs, first, last);
+    }
     return CG_OK;
 }
 

@@ -95,6 +95,12 @@ static const shape SHAPES[] = {
      .g = 16, .kh = 3, .kw = 3, .dh = 2, .dw = 2, .pt = 2, .pb = 2, .pl = 2, .pr = 2},
     {"depthwise 2x2 stride 3 > kernel, 17 channels", .n = 2, .h = 9, .w = 10, .cin = 17,
      .cout = 17, .g = 17, .kh = 2, .kw = 2, .sh = 3, .sw = 3, .pt = 0, .pb = 1, .pl = 1, .pr = 0},
+    /* narrower than the kernel: no pixel has all its taps inside, each its own range */
+    {"depthwise 5x4 on 3x2, pads 2x3, dilation 1x2, 20 channels", .n = 2, .h = 3, .w = 2,
+     .cin = 20, .cout = 20, .g = 20, .kh = 5, .kw = 4, .dw = 2, .pt = 2, .pb = 2, .pl = 3, .pr = 3},
+    /* runs long enough for whole blocks of pixels between the edges, asymmetric pads */
+    {"depthwise 3x3 on 5x29, pads 0/2 and 2/1, 17 channels", .n = 1, .h = 5, .w = 29, .cin = 17,
+     .cout = 17, .g = 17, .kh = 3, .kw = 3, .pt = 0, .pb = 2, .pl = 2, .pr = 1},
     {"one channel, 3x2, asymmetric pads, batch 3", .n = 3, .h = 6, .w = 5, .cin = 1, .cout = 1,
      .kh = 3, .kw = 2, .pt = 1, .pb = 0, .pl = 1, .pr = 1},
     {"depth multiplier 2, 8 groups", .n = 2, .h = 6, .w = 6, .cin = 8, .cout = 16, .g = 8,

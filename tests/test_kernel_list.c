@@ -502,6 +502,85 @@ static void check_dwconv_pixel(cg_dwconv_pixel_fn *fn, const char *name, cg_isa 
         }
 }
 
+/* ---- dwconv_run --------------------------------------------------------- */
+
+/* One run: kh_n kernel rows of kw taps, taps [kw0, kw1), `pixels` pixels, n
+ * channels, walked forwards or backwards, pixels n or more floats apart,
+ * kernel rows missing (outside) at random, with or without a starting
+ * value. Each kernel row's source is a block of exactly the floats the run
+ * reaches (a read past them is a sanitizer error); small integers, so every
+ * order of the sum is exact. Whether the kernel's output differs from the
+ * formula's, or it wrote past the run's pixels. */
+static int dwconv_run_wrong(cg_dwconv_run_fn *fn, int n, int kh_n, int kw, int kw0, int kw1,
+                            int pixels, int back, int with_init, cgt_rng *r)
+{
+    enum { KH = 3, MOST = 17 * 64 + 1 };
+    static float got[MOST], want[MOST], init[64], w[KH * 5 * 64];
+    const int64_t spread = n % 3, pixel_step = n + spread, taps = kw1 - kw0;
+    const int64_t tap_step = (back ? -1 : 1) * (n + 2 * spread);
+    /* the floats a kernel row's run reaches, from its pointer */
+    const int64_t lo = back && taps ? (taps - 1) * tap_step : 0;
+    const int64_t hi = (pixels - 1) * pixel_step + n + (!back && taps ? (taps - 1) * tap_step : 0);
+    cr_assert(kh_n <= KH && pixels * n < MOST && n <= 64 && kw <= 5);
+    float *block[KH] = {NULL, NULL, NULL};
+    const float *rows[KH] = {NULL, NULL, NULL};
+    for (int kh = 0; kh < kh_n; kh++) {
+        if (!cgt_rng_int(r, 0, 3))
+            continue; /* outside */
+        block[kh] = malloc(sizeof(float) * (size_t)(hi - lo));
+        for (int64_t e = 0; e < hi - lo; e++)
+            block[kh][e] = (float)cgt_rng_int(r, -3, 3);
+        rows[kh] = block[kh] - lo;
+    }
+    for (int e = 0; e < kh_n * kw * n; e++)
+        w[e] = (float)cgt_rng_int(r, -3, 3);
+    for (int c = 0; c < n; c++)
+        init[c] = (float)cgt_rng_int(r, -4, 4);
+    for (int i = 0; i < pixels; i++)
+        for (int c = 0; c < n; c++) {
+            float sum = with_init ? init[c] : 0.0f;
+            for (int kh = 0; kh < kh_n; kh++)
+                for (int k = kw0; rows[kh] && k < kw1; k++) {
+                    const float *x = rows[kh] + i * pixel_step + (k - kw0) * tap_step;
+                    sum += x[c] * w[(kh * kw + k) * n + c];
+                }
+            want[i * n + c] = sum;
+        }
+    got[pixels * n] = want[pixels * n] = CANARY;
+    const cg_dwconv_run run = {rows, kh_n, kw, kw0, kw1, pixel_step, tap_step};
+    fn(got, with_init ? init : NULL, &run, w, pixels, n);
+    for (int kh = 0; kh < kh_n; kh++)
+        free(block[kh]);
+    return memcmp(got, want, sizeof(float) * (size_t)(pixels * n + 1)) != 0;
+}
+
+/* Runs of 1 to 2 blocks of pixels and one more, channel counts up to 3
+ * vectors and a few past, kernels of 1 and 3 rows and 1, 3 and 5 taps a row
+ * with every tap range [kw0, kw1) (empty ones too). */
+static void check_dwconv_run(cg_dwconv_run_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+{
+    (void)isa, (void)mr;
+    const int widths[] = {1, 3, 5}, pixel_counts[] = {1, 7, 8, 9, 17}; /* blocks of 8 */
+    cgt_rng r;
+    cgt_rng_seed(&r, cgt_base_seed());
+    for (int n = 1; n <= 3 * nr + 5; n += n < nr + 2 ? 1 : 5)
+        for (int kh_n = 1; kh_n <= 3; kh_n += 2)
+            for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+                for (int kw0 = 0; kw0 <= widths[wi]; kw0++)
+                    for (int kw1 = kw0; kw1 <= widths[wi]; kw1++)
+                        for (size_t pi = 0; pi < sizeof pixel_counts / sizeof *pixel_counts; pi++) {
+                            const int pixels = pixel_counts[pi];
+                            const int back = (n + kw0 + kw1 + (int)pi) % 2,
+                                      with_init = (pixels + kw1) % 2;
+                            cr_assert(!dwconv_run_wrong(fn, n, kh_n, widths[wi], kw0, kw1, pixels,
+                                                        back, with_init, &r),
+                                      "%s: %d channels, %d x %d kernel, taps [%d, %d), %d pixels, "
+                                      "%s, init %d",
+                                      name, n, kh_n, widths[wi], kw0, kw1, pixels,
+                                      back ? "backwards" : "forwards", with_init);
+                        }
+}
+
 /* ---- grouped_pixel -------------------------------------------------- */
 
 /* Groups of 1, 2, 3, 4 and 8 channels, channel counts up to 3 tiles and

@@ -94,10 +94,28 @@ typedef void cg_grouped_rows_fn(const cg_plan *plan, const void *dy, const void 
 enum { CG_GROUPED_MOST = 8 };
 
 /* One pixel of a depthwise convolution: out[c] = (init ? init[c] : 0) +
- * the sum over taps t with x[t] != NULL of x[t][c] * w[t * n + c], c < n. */
+ * the sum over taps t with x[t] != NULL of x[t][c] * w[t * n + c], c < n
+ * (the input gradient of a stride over 1, whose taps differ a pixel). */
 typedef void cg_dwconv_pixel_fn(float *restrict out, const float *restrict init,
                                 const float *const *x, const float *restrict w, int64_t taps,
                                 int64_t n);
+
+/* A run of output pixels of a depthwise convolution (NHWC, n channels)
+ * through the same taps [kw0, kw1) of every kernel row: for i < pixels and
+ * c < n, out[i*n + c] = (init ? init[c] : 0) + the sum over kh < kernel_h
+ * with rows[kh] != NULL and kw in [kw0, kw1) of
+ * rows[kh][i*pixel_step + (kw - kw0)*tap_step + c] * w[(kh*kernel_w + kw)*n + c].
+ * rows[kh] is the source row at the run's first pixel and tap kw0 (NULL: the
+ * kernel row is outside the source); the steps are in floats, tap_step of
+ * either sign (the forward walks x forwards, the input gradient dy
+ * backwards). */
+typedef struct cg_dwconv_run {
+    const float *const *rows;
+    int64_t kernel_h, kernel_w, kw0, kw1, pixel_step, tap_step;
+} cg_dwconv_run;
+typedef void cg_dwconv_run_fn(float *restrict out, const float *restrict init,
+                              const cg_dwconv_run *run, const float *restrict w, int64_t pixels,
+                              int64_t n);
 
 /* Up to CG_GROUPED_PIXELS pixels of a grouped convolution of G channels a
  * group (as many in as out, G <= CG_GROUPED_MOST; n channels, a multiple of

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The training step's depthwise pixel on AVX2 + FMA: eight channels at a
- * time, their sum in one register over every tap. */
+/* The training step's depthwise kernels on AVX2 + FMA (avx512/dwconv.c's
+ * design, eight lanes): runs of a row, the sums of eight pixels in
+ * registers; single pixels, eight channels at a time, their sum in one
+ * register over every tap. */
 #include <immintrin.h>
 #include <stdint.h>
 
@@ -24,6 +26,69 @@ cg_f32_dwconv_pixel_avx2(float *restrict out, const float *restrict init, const 
                 acc = _mm256_fmadd_ps(_mm256_maskload_ps(x[t] + c0, m),
                                       _mm256_maskload_ps(w + t * n + c0, m), acc);
         _mm256_maskstore_ps(out + c0, m, acc);
+    }
+}
+
+/* ---- the training step's depthwise runs (avx512/dwconv.c's design) ---- */
+
+enum { RUN_PIXELS = 8 };
+
+/* x's lanes under `mask`, or all eight (`whole`: a plain load). */
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) __m256
+run_load(const int whole, __m256i mask, const float *x)
+{
+    return whole ? _mm256_loadu_ps(x) : _mm256_maskload_ps(x, mask);
+}
+
+/* Pixels [p0, p0 + count) (count <= RUN_PIXELS) of a run, lanes [c0, c0 +
+ * 8) under `mask`: eight sums in registers, each weight loaded once for
+ * all; a short block's missing pixels repeat its last (read, not stored). */
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
+run_block(const int whole, __m256i mask, float *restrict out, const float *restrict init,
+          const cg_dwconv_run *r, const float *restrict w, int64_t p0, int64_t count, int64_t c0,
+          int64_t n)
+{
+    int64_t at[RUN_PIXELS];
+    for (int i = 0; i < RUN_PIXELS; i++)
+        at[i] = (p0 + (i < count ? i : count - 1)) * r->pixel_step + c0;
+    const __m256 start = init ? run_load(whole, mask, init + c0) : _mm256_setzero_ps();
+    __m256 acc[RUN_PIXELS];
+#pragma GCC unroll 8
+    for (int i = 0; i < RUN_PIXELS; i++)
+        acc[i] = start;
+    for (int64_t kh = 0; kh < r->kernel_h; kh++) {
+        const float *row = r->rows[kh], *wt = w + (kh * r->kernel_w + r->kw0) * n + c0;
+        for (int64_t kw = r->kw0; row && kw < r->kw1; kw++, row += r->tap_step, wt += n) {
+            const __m256 wv = run_load(whole, mask, wt);
+#pragma GCC unroll 8
+            for (int i = 0; i < RUN_PIXELS; i++)
+                acc[i] = _mm256_fmadd_ps(run_load(whole, mask, row + at[i]), wv, acc[i]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < RUN_PIXELS; i++)
+        if (i < count) {
+            if (whole)
+                _mm256_storeu_ps(out + (p0 + i) * n + c0, acc[i]);
+            else
+                _mm256_maskstore_ps(out + (p0 + i) * n + c0, mask, acc[i]);
+        }
+}
+
+/* Eight pixels at a time, eight channels at a time within them. */
+__attribute__((target("avx2,fma"))) void
+cg_f32_dwconv_run_avx2(float *restrict out, const float *restrict init, const cg_dwconv_run *run,
+                       const float *restrict w, int64_t pixels, int64_t n)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n % LANES)), lane);
+    for (int64_t p0 = 0; p0 < pixels; p0 += RUN_PIXELS) {
+        const int64_t count = pixels - p0 < RUN_PIXELS ? pixels - p0 : RUN_PIXELS;
+        int64_t c0 = 0;
+        for (; c0 + LANES <= n; c0 += LANES)
+            run_block(1, tail, out, init, run, w, p0, count, c0, n);
+        if (c0 < n)
+            run_block(0, tail, out, init, run, w, p0, count, c0, n);
     }
 }
 

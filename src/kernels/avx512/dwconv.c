@@ -3,8 +3,10 @@
  * 32 channels stay in registers across a tile of output pixels, so each
  * pixel costs two loads of dy, up to eighteen of x and eighteen FMAs; between
  * tiles they rest in the caller's accumulator block. fp16 tensors are
- * converted as they are loaded. The training step's pixels: one register of
- * sums per sixteen channels over every tap. */
+ * converted as they are loaded. The training step's runs of a row: the sums
+ * of eight pixels in registers, each weight loaded once for all of them; its
+ * single pixels (an input gradient of a stride over 1): one register of sums
+ * per sixteen channels over every tap. */
 #include <immintrin.h>
 #include <stdint.h>
 
@@ -159,6 +161,65 @@ cg_f32_dwconv_pixel_avx512(float *restrict out, const float *restrict init, cons
                 acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x[t] + c0),
                                       _mm512_maskz_loadu_ps(m, w + t * n + c0), acc);
         _mm512_mask_storeu_ps(out + c0, m, acc);
+    }
+}
+
+/* ---- the training step's depthwise runs ------------------------------ */
+
+enum { RUN_PIXELS = 8 };
+
+/* x's lanes under `mask`, or all sixteen (`whole`: a plain load, where a
+ * zero-masked one would also take an FMA port's slot). */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) __m512
+run_load(const int whole, __mmask16 mask, const float *x)
+{
+    return whole ? _mm512_loadu_ps(x) : _mm512_maskz_loadu_ps(mask, x);
+}
+
+/* Pixels [p0, p0 + count) (count <= RUN_PIXELS) of a run, lanes [c0, c0 +
+ * 16) under `mask`: eight sums in registers, each weight loaded once for
+ * all; a short block's missing pixels repeat its last (read, not stored). */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
+run_block(const int whole, __mmask16 mask, float *restrict out, const float *restrict init,
+          const cg_dwconv_run *r, const float *restrict w, int64_t p0, int64_t count, int64_t c0,
+          int64_t n)
+{
+    int64_t at[RUN_PIXELS];
+    for (int i = 0; i < RUN_PIXELS; i++)
+        at[i] = (p0 + (i < count ? i : count - 1)) * r->pixel_step + c0;
+    const __m512 start = init ? run_load(whole, mask, init + c0) : _mm512_setzero_ps();
+    __m512 acc[RUN_PIXELS];
+#pragma GCC unroll 8
+    for (int i = 0; i < RUN_PIXELS; i++)
+        acc[i] = start;
+    for (int64_t kh = 0; kh < r->kernel_h; kh++) {
+        const float *row = r->rows[kh], *wt = w + (kh * r->kernel_w + r->kw0) * n + c0;
+        for (int64_t kw = r->kw0; row && kw < r->kw1; kw++, row += r->tap_step, wt += n) {
+            const __m512 wv = run_load(whole, mask, wt);
+#pragma GCC unroll 8
+            for (int i = 0; i < RUN_PIXELS; i++)
+                acc[i] = _mm512_fmadd_ps(run_load(whole, mask, row + at[i]), wv, acc[i]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < RUN_PIXELS; i++)
+        if (i < count)
+            _mm512_mask_storeu_ps(out + (p0 + i) * n + c0, mask, acc[i]);
+}
+
+/* Eight pixels at a time, sixteen channels at a time within them (the
+ * block's output lines written whole, one after another). */
+__attribute__((target("avx512f"))) void
+cg_f32_dwconv_run_avx512(float *restrict out, const float *restrict init, const cg_dwconv_run *run,
+                         const float *restrict w, int64_t pixels, int64_t n)
+{
+    for (int64_t p0 = 0; p0 < pixels; p0 += RUN_PIXELS) {
+        const int64_t count = pixels - p0 < RUN_PIXELS ? pixels - p0 : RUN_PIXELS;
+        int64_t c0 = 0;
+        for (; c0 + LANES <= n; c0 += LANES)
+            run_block(1, 0xFFFF, out, init, run, w, p0, count, c0, n);
+        if (c0 < n)
+            run_block(0, (__mmask16)((1u << (n - c0)) - 1u), out, init, run, w, p0, count, c0, n);
     }
 }
 

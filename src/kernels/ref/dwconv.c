@@ -15,6 +15,22 @@ void cg_f32_dwconv_pixel_ref(float *restrict out, const float *restrict init, co
             cg_multiply_add(out, x[t], w + t * n, n);
 }
 
+void cg_f32_dwconv_run_ref(float *restrict out, const float *restrict init,
+                           const cg_dwconv_run *run, const float *restrict w, int64_t pixels,
+                           int64_t n)
+{
+    for (int64_t i = 0; i < pixels; i++) {
+        float *o = out + i * n;
+        for (int64_t c = 0; c < n; c++)
+            o[c] = init ? init[c] : 0.0f;
+        for (int64_t kh = 0; kh < run->kernel_h; kh++)
+            for (int64_t kw = run->kw0; run->rows[kh] && kw < run->kw1; kw++)
+                cg_multiply_add(
+                    o, run->rows[kh] + i * run->pixel_step + (kw - run->kw0) * run->tap_step,
+                    w + (kh * run->kernel_w + kw) * n, n);
+    }
+}
+
 void cg_f32_grouped_pixel_ref(float *restrict out, int64_t ld, const float *restrict init,
                               const float *const *x, const float *restrict w, int64_t taps,
                               int64_t g, int64_t n, int64_t pixels)
@@ -47,8 +63,8 @@ enum { LANES = 16 };
  * them (the body drops the lanes that pair channels across groups), so the
  * compiler can vectorise the loop along the lanes. */
 static void grouped_chunk(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                          int64_t n, int64_t cb, int64_t kh, int64_t kw0, int64_t count,
-                          int64_t r0, int64_t r1, float *sums)
+                          int64_t n, int64_t cb, int64_t kh, int64_t kw0, int64_t count, int64_t r0,
+                          int64_t r1, float *sums)
 {
     const int64_t g = plan->cin_g, shifts = 2 * g - 1;
     const int64_t width = n - cb < LANES + g - 1 ? n - cb : LANES + g - 1; /* channels read */
@@ -76,6 +92,6 @@ static void grouped_chunk(const cg_plan *plan, const void *dy, const void *x, in
 void cg_f32_grouped_rows_ref(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
                              int64_t c_last, int64_t first, int64_t last, float beta, float *dst)
 {
-    cg_grouped_rows_body(grouped_chunk, LANES, 24, plan, dy, x, c_first, c_last, first, last,
-                         beta, dst);
+    cg_grouped_rows_body(grouped_chunk, LANES, 24, plan, dy, x, c_first, c_last, first, last, beta,
+                         dst);
 }
