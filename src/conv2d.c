@@ -375,8 +375,8 @@ typedef struct job {
     const float *partial[MAX_CORES]; /* weights: each core's partial dw */
     const float *phase_w;            /* data: w by stride phase, in core 0's scratch */
     const float *packed_w; /* forward, data on the packed driver: B's panels, core 0's scratch */
-    cg_status status;                /* of the whole launch, set by logical core 0 */
-    cg_error *err;                   /* the caller's: logical core 0 says there what failed */
+    cg_status status;      /* of the whole launch, set by logical core 0 */
+    cg_error *err;         /* the caller's: logical core 0 says there what failed */
 } job;
 
 /* The forward's and the input gradient's GEMMs (OpenBLAS) run best on
@@ -628,8 +628,7 @@ static int forward_on_rows(const job *jb)
  * A segment is a kernel row where `runs` (the taps adjacent, one group:
  * aw.count * channels floats from the first tap's pixel, cut where it leaves
  * the image), else a tap (the pixel's channels, or padding). */
-static void row_tables(const geometry *gm, const tile *tl, axis ah, axis aw, int runs,
-                       int64_t *tab)
+static void row_tables(const geometry *gm, const tile *tl, axis ah, axis aw, int runs, int64_t *tab)
 {
     const int64_t count = tl->count, channels = gm->sw, segments = ah.count * (runs ? 1 : aw.count);
     int64_t *at = tab, *lo = tab + segments * count, *hi = tab + 2 * segments * count;
@@ -648,7 +647,8 @@ static void row_tables(const geometry *gm, const tile *tl, axis ah, axis aw, int
                 continue;
             }
             for (int64_t tw = 0; tw < aw.count; tw++) {
-                const int64_t w = aw.off[tw] + pos.j * aw.step, e = (th * aw.count + tw) * count + t;
+                const int64_t w = aw.off[tw] + pos.j * aw.step,
+                              e = (th * aw.count + tw) * count + t;
                 const int in = row_inside && w >= 0 && w < gm->w;
                 at[e] = in ? line + w * channels : 0;
                 lo[e] = 0;
@@ -685,8 +685,8 @@ static void pack_b_share(const job *jb, int rank, int64_t *block, const float *x
     const int64_t np = (int64_t)cg_rows_b_floats(bl, 1, n);
     for (int64_t pc = 0; pc < k; pc += bl->kc, ++*block)
         if (*block % jb->members == rank)
-            cg_pack_panels(x + pc * stride_p, stride_j, stride_p, (int)n, (int)min64(bl->kc, k - pc),
-                           bl->nr, dst + pc * np);
+            cg_pack_panels(x + pc * stride_p, stride_j, stride_p, (int)n,
+                           (int)min64(bl->kc, k - pc), bl->nr, dst + pc * np);
 }
 
 /* Pixels a tile of the packed driver takes: its A block (mc) unless the
@@ -705,7 +705,8 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     const int64_t k = p->row_len, b_group = (int64_t)cg_rows_b_floats(bl, k, p->cout_g);
     const int runs = p->groups == 1 && p->dil_w == 1;
-    const int64_t segments = runs ? p->kernel_h : p->taps, seg_len = runs ? p->kernel_w * p->cin : p->cin_g;
+    const int64_t segments = runs ? p->kernel_h : p->taps,
+                  seg_len = runs ? p->kernel_w * p->cin : p->cin_g;
     int64_t first, last;
     cg_split_range(p->rows, rank, jb->members, &first, &last);
     const int64_t tile_rows = rows_tile(jb, last - first), a_floats = (int64_t)cg_rows_a_floats(bl);
@@ -728,7 +729,8 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     const geometry gx = geometry_of(0, p->cin, p->in_h, p->in_w);
     const int64_t plane = p->out_h * p->out_w;
     for (int64_t row = first; row < last;) {
-        const tile tl = {row / plane, p->out_h, p->out_w, row % plane, min64(tile_rows, last - row)};
+        const tile tl = {row / plane, p->out_h, p->out_w, row % plane,
+                         min64(tile_rows, last - row)};
         float *y = jb->out + row * p->cout;
         row_tables(&gx, &tl, ah, aw, runs, tab);
         for (int64_t t = 0; jb->bias && t < tl.count; t++) /* C starts at the bias */
@@ -1098,11 +1100,128 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     else
         pack_phase_weights(jb, &dt, co_first, co_last, (float *)jb->phase_w);
     cm_bar_all(jb->core_mask, 1); /* the weights are packed */
-    const data_space sp = on_rows
-                              ? (data_space){NULL, mem + a_floats, mem, ints + ints_h + ints_w}
-                              : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL};
+    const data_space sp = on_rows ? (data_space){NULL, mem + a_floats, mem, ints + ints_h + ints_w}
+                                  : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL};
     if (first < last)
         data_pixels(jb, &dt, first, last, tile_rows, &sp);
+    return CG_OK;
+}
+
+/* ---- input gradient of few input channels: columns, then col2im ------- */
+
+/* Whether the input gradient computes im2col's columns, dcol = dy w (a
+ * pixel's taps x cin of them, summed over cout), and adds each pixel's into
+ * the dx pixels its taps reach (col2im), rather than a product a stride
+ * phase: with few input channels a phase's product is cin columns wide, a
+ * sliver of the kernel's tile (the 7x7 stem's 3 of 16), where dcol is taps x
+ * cin wide (147). NHWC, one group, on the packed driver. */
+static int data_by_columns(const job *jb)
+{
+    const cg_plan *p = &jb->plan;
+    return !jb->nchw && p->groups == 1 && p->cin < FEW_COLUMNS && p->taps > 1 &&
+           cg_gemm_uses_packed();
+}
+
+/* dx[n][ih][iw] += the taps' columns of dcol's pixel (n, oh, ow) (its row
+ * of taps x cin), for the taps whose ih is in the band [h0, h1). */
+static void add_columns(const cg_plan *p, const float *col, int64_t n, int64_t oh, int64_t ow,
+                        int64_t h0, int64_t h1, float *dx)
+{
+    const int64_t c = p->cin, iw0 = ow * p->stride_w - p->pad_l;
+    /* adjacent taps (dilation 1): those inside are one run of dx's row */
+    const int64_t kw0 = p->dil_w == 1 ? max64(0, -iw0) : 0;
+    const int64_t kw1 = p->dil_w == 1 ? min64(p->kernel_w, p->in_w - iw0) : 0;
+    for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+        const int64_t ih = oh * p->stride_h + kh * p->dil_h - p->pad_u;
+        if (ih < h0 || ih >= h1)
+            continue;
+        float *line = dx + (n * p->in_h + ih) * p->in_w * c;
+        const float *taps = col + kh * p->kernel_w * c;
+        if (p->dil_w == 1) {
+            for (int64_t e = kw0 * c; e < kw1 * c; e++)
+                line[iw0 * c + e] += taps[e];
+            continue;
+        }
+        for (int64_t kw = 0; kw < p->kernel_w; kw++) {
+            const int64_t iw = iw0 + kw * p->dil_w;
+            if (iw < 0 || iw >= p->in_w)
+                continue;
+            for (int64_t ci = 0; ci < c; ci++)
+                line[iw * c + ci] += taps[kw * c + ci];
+        }
+    }
+}
+
+/* The band [h0, h1) of dx's rows of image n: dx = 0, then for the output
+ * rows whose taps reach it, a tile of pixels at a time, dcol = dy w on the
+ * packed driver (B, w's rows, packed at b) and col2im into the band. */
+static void data_band(const job *jb, int64_t n, int64_t h0, int64_t h1, int64_t tile_rows,
+                      const float *b, float *dcol, float *pack, int64_t *tab)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t plane = p->out_h * p->out_w;
+    /* oh from the first whose last tap reaches h0 to the last whose first reaches h1 - 1 */
+    const int64_t below = h0 + p->pad_u - (p->kernel_h - 1) * p->dil_h;
+    const int64_t oh_lo = below > 0 ? (below + p->stride_h - 1) / p->stride_h : 0;
+    const int64_t oh_hi = min64(p->out_h, (h1 - 1 + p->pad_u) / p->stride_h + 1);
+    float *dx = jb->out;
+    memset(dx + (n * p->in_h + h0) * p->in_w * p->cin, 0,
+           (size_t)((h1 - h0) * p->in_w * p->cin) * sizeof(float));
+    for (int64_t px = oh_lo * p->out_w; px < oh_hi * p->out_w;) {
+        const int64_t count = min64(tile_rows, oh_hi * p->out_w - px);
+        for (int64_t t = 0; t < count; t++) { /* A: dy's rows, one segment each */
+            tab[t] = (n * plane + px + t) * p->cout;
+            tab[count + t] = 0;
+            tab[2 * count + t] = p->cout;
+        }
+        const cg_rows_matrix a = {jb->in0, tab,     tab + count, tab + 2 * count,
+                                  count,   p->cout, p->cout,     0};
+        cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, b, 0.0f, dcol,
+                     p->row_len, pack);
+        for (int64_t t = 0, oh = px / p->out_w, ow = px % p->out_w; t < count; t++) {
+            add_columns(p, dcol + t * p->row_len, n, oh, ow, h0, h1, dx);
+            if (++ow == p->out_w) {
+                ow = 0;
+                oh++;
+            }
+        }
+        px += count;
+    }
+}
+
+/* The input gradient by columns (data_by_columns), split by rows of dx (all
+ * images' in turn): each core zeroes its rows and adds into them alone,
+ * computing the columns of the output rows that reach its band (those by a
+ * band's edge twice, once a side). B, w as a cout x (taps x cin) matrix, is
+ * packed by all cores together first. */
+static cg_status data_columns_core(job *jb, int rank, cg_error *err)
+{
+    const cg_plan *p = &jb->plan;
+    const cg_gemm_blocking *bl = cg_gemm_blocking_here();
+    const int64_t b_floats = (int64_t)cg_rows_b_floats(bl, p->cout, p->row_len);
+    int64_t first, last;
+    cg_split_range(p->batch * p->in_h, rank, jb->members, &first, &last);
+    const int64_t tile_rows = rows_tile(jb, p->out_w * p->out_h);
+    const int64_t a_floats = (int64_t)cg_rows_a_floats(bl);
+    const int64_t dcol_at = round_up(a_floats, LINE_FLOATS);
+    const int64_t b_at = round_up(dcol_at + tile_rows * p->row_len, LINE_FLOATS);
+    int64_t *tab;
+    float *mem;
+    if (core_scratch(jb, 3 * tile_rows, b_at + (rank == 0 ? b_floats : 0), &tab, &mem, err) !=
+        CG_OK)
+        return CG_ERR_NO_MEMORY;
+    if (rank == 0)
+        jb->packed_w = mem + b_at;
+    cm_bar_all(jb->core_mask, 1); /* core 0's buffer is known */
+    int64_t block = 0;
+    pack_b_share(jb, rank, &block, jb->in1, 1, (size_t)p->row_len, p->cout, p->row_len,
+                 (float *)jb->packed_w);
+    cm_bar_all(jb->core_mask, 1);            /* B is packed */
+    for (int64_t row = first; row < last;) { /* a band of one image's rows */
+        const int64_t n = row / p->in_h, h0 = row % p->in_h, h1 = min64(p->in_h, h0 + last - row);
+        data_band(jb, n, h0, h1, tile_rows, jb->packed_w, mem + dcol_at, mem, tab);
+        row += h1 - h0;
+    }
     return CG_OK;
 }
 
@@ -1263,8 +1382,8 @@ static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, co
                                ? line[kh] + (ox * h->step + h->off + k0 * h->tap) * c
                                : NULL;
             const cg_dwconv_run run = {rows, v->taps, h->taps, k0, k1, h->step * c, h->tap * c};
-            cg_kernels()->dwconv_run(jb->out + ((image * out_h + oy) * out_w + ox) * c, init,
-                                     &run, by_tap, end - ox, c);
+            cg_kernels()->dwconv_run(jb->out + ((image * out_h + oy) * out_w + ox) * c, init, &run,
+                                     by_tap, end - ox, c);
             ox = end;
         }
         at += ox1 - ox0;
@@ -1295,8 +1414,8 @@ static void some_pixels(const job *jb, float *out, const float *init, const floa
 
 /* y[row] = b + sum over taps of x(tap) * w[tap], for output pixels [first,
  * last); `rows` holds a pointer a tap for pixels_a_call pixels. */
-static void forward_by_pixels(const job *jb, const float *by_tap, const float **rows,
-                              int64_t first, int64_t last)
+static void forward_by_pixels(const job *jb, const float *by_tap, const float **rows, int64_t first,
+                              int64_t last)
 {
     const cg_plan *p = &jb->plan;
     const int64_t c = p->cout;
@@ -1439,7 +1558,7 @@ static void core_entry(void *arg)
     const int depthwise = depthwise_nhwc(jb), by_pixel = depthwise || grouped_nhwc(jb);
     switch (jb->op) {
     case CG_CONV2D_FORWARD:
-        s = by_pixel            ? depthwise_core(jb, rank, err)
+        s = by_pixel              ? depthwise_core(jb, rank, err)
             : forward_on_rows(jb) ? forward_rows_core(jb, rank, err)
                                   : output_pixels_core(jb, rank, err);
         break;
@@ -1450,7 +1569,9 @@ static void core_entry(void *arg)
             s = jb->nchw ? output_pixels_core(jb, rank, err) : weights_nhwc_core(jb, rank, err);
         break;
     case CG_CONV2D_BACKWARD_DATA:
-        s = by_pixel ? depthwise_core(jb, rank, err) : data_core(jb, rank, err);
+        s = by_pixel              ? depthwise_core(jb, rank, err)
+            : data_by_columns(jb) ? data_columns_core(jb, rank, err)
+                                  : data_core(jb, rank, err);
         break;
     case CG_CONV2D_BACKWARD_BIAS:
         s = bias_core(jb, rank, err);
