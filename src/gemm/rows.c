@@ -30,16 +30,22 @@ size_t cg_rows_a_floats(const cg_gemm_blocking *bl)
 }
 
 /* Rows [r0, r0 + mb) x columns [pc, pc + kb) of A into panels of mr rows
- * (kb steps of mr floats each), a piece of a segment at a time. */
+ * (kb steps of mr floats each), a piece of a segment at a time, so that a
+ * call's rows are wholly inside or outside and go by whole register blocks;
+ * a segment at a time where pieces are narrower than those blocks (a few
+ * channels a tap: the rows cut by an edge then go a float at a time, the
+ * others a block at a time where a piece a call would go a float at a time). */
 static void pack_a(const cg_gemm_blocking *bl, const cg_rows_matrix *a, int64_t r0, int64_t mb,
                    int64_t pc, int64_t kb, float *dst)
 {
-    cg_pack_transposed_fn *pack = cg_kernels()->pack_transposed;
+    const cg_kernel_context *kx = cg_kernels();
+    cg_pack_transposed_fn *pack = kx->pack_transposed;
     const int64_t len = a->seg_len;
+    const int64_t cut = a->piece >= kx->entry.pack_transposed->nr ? a->piece : len;
     for (int64_t ir = 0; ir < mb; ir += bl->mr)
         for (int64_t c0 = pc; c0 < pc + kb;) {
             const int64_t s = c0 / len, in_seg = c0 - s * len;
-            const int64_t c1 = min64(pc + kb, s * len + (in_seg / a->piece + 1) * a->piece);
+            const int64_t c1 = min64(pc + kb, s * len + (in_seg / cut + 1) * cut);
             const int64_t at = s * a->apart + r0 + ir;
             const cg_pack_rows rows = {a->at + at, a->lo + at, a->hi + at};
             pack(dst + ir * kb + (c0 - pc) * bl->mr, bl->mr, min64(bl->mr, mb - ir), c1 - c0,
