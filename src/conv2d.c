@@ -1277,9 +1277,9 @@ static int depthwise_nhwc(const job *jb)
 
 /* NHWC groups of a few channels, as many in as out: the forward and the
  * input gradient go pixel by pixel like the depthwise ones, each channel's
- * sum over the taps and the 2G - 1 shifts that reach its group's channels
- * (the grouped_pixel kernels), where a GEMM a group would multiply
- * matrices of a few columns. */
+ * sum over the taps and its group's G channels (the grouped_pixel
+ * kernels), where a GEMM a group would multiply matrices of a few
+ * columns. */
 static int grouped_nhwc(const job *jb)
 {
     const cg_plan *p = &jb->plan;
@@ -1287,26 +1287,22 @@ static int grouped_nhwc(const job *jb)
            p->cin_g <= CG_GROUPED_MOST;
 }
 
-/* Weights by tap and shift, [tap][shift][channel], as the pixel kernels
- * read them: depthwise, w's [channel][tap] transposed; grouped, for each
- * lane c and shift e the weight that pairs channel c with channel c + e of
- * its group (0 where c + e leaves the group): the forward's lane is an
- * output channel, the input gradient's an input one. */
+/* Weights by tap and partner, [tap][j][channel], as the pixel kernels read
+ * them: for each lane c and j < G, the weight that pairs channel c with
+ * channel j of its group (depthwise, G = 1: w's [channel][tap] transposed);
+ * the forward's lane is an output channel and j an input one, the input
+ * gradient's the other way round. */
 static void weights_by_tap(const job *jb, float *by_tap)
 {
     const cg_plan *p = &jb->plan;
-    const int64_t g = p->cin_g, shifts = 2 * g - 1, c_all = p->cout;
+    const int64_t g = p->cin_g, c_all = p->cout;
     const int data = jb->op == CG_CONV2D_BACKWARD_DATA;
     for (int64_t tap = 0; tap < p->taps; tap++)
-        for (int64_t s = 0; s < shifts; s++)
-            for (int64_t c = 0; c < c_all; c++) {
-                const int64_t e = s - (g - 1), k = c % g + e; /* k: the partner's place */
-                float v = 0.0f;
-                if (k >= 0 && k < g) /* forward: w[c][tap][k]; data: w[c + e][tap][c % g] */
-                    v = data ? jb->in1[((c + e) * p->taps + tap) * g + c % g]
-                             : jb->in1[(c * p->taps + tap) * g + k];
-                by_tap[(tap * shifts + s) * c_all + c] = v;
-            }
+        for (int64_t j = 0; j < g; j++)
+            for (int64_t c = 0; c < c_all; c++) /* forward: w[c][tap][j]; data: w[c's j][tap][c] */
+                by_tap[(tap * g + j) * c_all + c] =
+                    data ? jb->in1[((c - c % g + j) * p->taps + tap) * g + c % g]
+                         : jb->in1[(c * p->taps + tap) * g + j];
 }
 
 /* ---- depthwise by runs of a row ---- */
@@ -1495,7 +1491,7 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
     float *by_tap;
     cg_split_range(pixels, rank, jb->members, &first, &last);
     const int some = first < last; /* pointers are int64-sized here */
-    const int64_t weights = p->taps * (2 * p->cin_g - 1) * p->cout;
+    const int64_t weights = p->taps * p->cin_g * p->cout;
     /* a pointer a tap for each pixel of a call, or a run's 2 x kernel_h */
     const int64_t pointers = max64(p->taps * pixels_a_call(p), 2 * p->kernel_h);
     if (core_scratch(jb, some ? pointers : 0, some ? weights : 0, &rows, &by_tap, err) != CG_OK)

@@ -585,24 +585,23 @@ static void check_dwconv_run(cg_dwconv_run_fn *fn, const char *name, cg_isa isa,
 
 /* Groups of 1, 2, 3, 4 and 8 channels, channel counts up to 3 tiles and
  * past them, 1 to CG_GROUPED_PIXELS pixels, taps missing (padding), with
- * and without a starting value; each row sits between infinities (and NaN
- * is in the weights of the shifts that pair channels across groups), so a
- * read of anything but the row's own channels, or a product the formula
- * leaves out, shows as a non-finite sum. Small integers: every order is
- * exact. Nothing but the pixels' n channels is written. */
+ * and without a starting value; each row sits between infinities, so a read
+ * of anything but the row's own channels shows as a non-finite sum, and a
+ * partner from the wrong place as a wrong one. Small integers: every order
+ * is exact. Nothing but the pixels' n channels is written. */
 static void check_grouped_pixel(cg_grouped_pixel_fn *fn, const char *name, cg_isa isa, int mr,
                                 int nr)
 {
     (void)isa, (void)mr;
-    enum { TAPS = 5, MOST = 3 * 16 + 8, PAD = 8, SHIFTS = 2 * CG_GROUPED_MOST - 1 };
+    enum { TAPS = 5, MOST = 3 * 16 + 8, PAD = 8 };
     enum { P = CG_GROUPED_PIXELS, LD = MOST + 3 };
-    static float xbuf[P * TAPS][PAD + MOST + PAD], w[TAPS * SHIFTS * MOST], init[MOST],
+    static float xbuf[P * TAPS][PAD + MOST + PAD], w[TAPS * CG_GROUPED_MOST * MOST], init[MOST],
         got[P * LD], want[P * LD];
     const int groups[] = {1, 2, 3, 4, 8};
     cgt_rng r;
     cgt_rng_seed(&r, cgt_base_seed());
     for (size_t gi = 0; gi < sizeof groups / sizeof *groups; gi++) {
-        const int g = groups[gi], shifts = 2 * g - 1;
+        const int g = groups[gi];
         for (int n = g; n <= 3 * nr + 8 && n <= MOST; n += g)
             for (int pixels = 1; pixels <= P; pixels += n % 3 == 0 ? 1 : 3)
                 for (int with_init = 0; with_init < 2; with_init++) {
@@ -614,13 +613,8 @@ static void check_grouped_pixel(cg_grouped_pixel_fn *fn, const char *name, cg_is
                             xbuf[q][PAD + c] = (float)cgt_rng_int(&r, -3, 3);
                         rows[q] = cgt_rng_int(&r, 0, 3) ? xbuf[q] + PAD : NULL;
                     }
-                    for (int t = 0; t < TAPS; t++)
-                        for (int s = 0; s < shifts; s++)
-                            for (int c = 0; c < n; c++) {
-                                const int e = s - (g - 1), in = c % g + e >= 0 && c % g + e < g;
-                                w[(t * shifts + s) * n + c] =
-                                    in ? (float)cgt_rng_int(&r, -3, 3) : NAN;
-                            }
+                    for (int e = 0; e < TAPS * g * n; e++)
+                        w[e] = (float)cgt_rng_int(&r, -3, 3);
                     for (int c = 0; c < n; c++)
                         init[c] = (float)cgt_rng_int(&r, -4, 4);
                     for (int e = 0; e < P * LD; e++)
@@ -629,12 +623,9 @@ static void check_grouped_pixel(cg_grouped_pixel_fn *fn, const char *name, cg_is
                         for (int c = 0; c < n; c++) {
                             float v = with_init ? init[c] : 0.0f;
                             for (int t = 0; t < TAPS; t++)
-                                for (int s = 0; rows[i * TAPS + t] && s < shifts; s++) {
-                                    const int e = s - (g - 1);
-                                    if (c % g + e >= 0 && c % g + e < g)
-                                        v += rows[i * TAPS + t][c + e] *
-                                             w[(t * shifts + s) * n + c];
-                                }
+                                for (int j = 0; rows[i * TAPS + t] && j < g; j++)
+                                    v += rows[i * TAPS + t][c - c % g + j] *
+                                         w[(t * g + j) * n + c];
                             want[i * LD + c] = v;
                         }
                     fn(got, LD, with_init ? init : NULL, rows, w, TAPS, g, n, pixels);

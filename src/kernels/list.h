@@ -120,10 +120,11 @@ typedef void cg_dwconv_run_fn(float *restrict out, const float *restrict init,
 /* Up to CG_GROUPED_PIXELS pixels of a grouped convolution of G channels a
  * group (as many in as out, G <= CG_GROUPED_MOST; n channels, a multiple of
  * G): for pixel i < pixels, out[i * ld + c] = (init ? init[c] : 0) + the
- * sum over taps t with x[i * taps + t] != NULL and shifts e in [-(G - 1),
- * G - 1] with c % G + e in [0, G) of x[i * taps + t][c + e] * w[(t * (2G -
- * 1) + e + G - 1) * n + c], c < n. Nothing else of the rows is read (the
- * forward: x's channels of out's group; the input gradient: dy's). */
+ * sum over taps t with x[i * taps + t] != NULL and j < G of
+ * x[i * taps + t][c - c % G + j] * w[(t * G + j) * n + c], c < n: each
+ * channel's sum over its group's channels (the forward: x's, lane c an
+ * output channel; the input gradient: dy's, lane c an input channel).
+ * Nothing else of the rows is read. */
 typedef void cg_grouped_pixel_fn(float *restrict out, int64_t ld, const float *restrict init,
                                  const float *const *x, const float *restrict w, int64_t taps,
                                  int64_t g, int64_t n, int64_t pixels);

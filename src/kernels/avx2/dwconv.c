@@ -99,48 +99,88 @@ __attribute__((target("avx2"))) static inline __m256i lane_mask(unsigned bits)
     return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), bit), bit);
 }
 
-/* Grouped pixels (avx512/dwconv.c: cg_f32_grouped_pixel_avx512), eight
- * lanes, the sums of eight pixels in registers. */
+/* Grouped pixels of G channels a group, G dividing 8
+ * (avx512/dwconv.c: grouped_permuted), eight lanes; G = 8 four pixels at a
+ * time (the sums, the partners' permutes and x's vector fill the sixteen
+ * registers), the weights read by the FMAs. */
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
+grouped_permuted(const int g, const int pixels_a_block, const int whole, __m256i mask,
+                 float *restrict out, int64_t ld, const float *restrict init, const float *const *x,
+                 const float *restrict w, int64_t taps, int64_t n, int64_t i0, int64_t pixels,
+                 int64_t c0)
+{
+    enum { P = CG_GROUPED_PIXELS };
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i base = _mm256_and_si256(lane, _mm256_set1_epi32(~(g - 1)));
+    __m256i partner[CG_GROUPED_MOST];
+#pragma GCC unroll 8
+    for (int j = 0; j < g; j++)
+        partner[j] = _mm256_add_epi32(base, _mm256_set1_epi32(j));
+    const __m256 start = init ? run_load(whole, mask, init + c0) : _mm256_setzero_ps();
+    __m256 acc[P];
+#pragma GCC unroll 8
+    for (int i = 0; i < pixels_a_block; i++)
+        acc[i] = start;
+    for (int64_t t = 0; t < taps; t++)
+#pragma GCC unroll 8
+        for (int i = 0; i < pixels_a_block; i++) {
+            const float *row = i0 + i < pixels ? x[(i0 + i) * taps + t] : NULL;
+            if (!row)
+                continue;
+            const __m256 xv = run_load(whole, mask, row + c0);
+#pragma GCC unroll 8
+            for (int j = 0; j < g; j++)
+                acc[i] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(xv, partner[j]),
+                                         run_load(whole, mask, w + (t * g + j) * n + c0), acc[i]);
+        }
+#pragma GCC unroll 8
+    for (int i = 0; i < pixels_a_block; i++)
+        if (i0 + i < pixels) {
+            if (whole)
+                _mm256_storeu_ps(out + (i0 + i) * ld + c0, acc[i]);
+            else
+                _mm256_maskstore_ps(out + (i0 + i) * ld + c0, mask, acc[i]);
+        }
+}
+
+/* The chunks of 8 channels for G (a constant once inlined). */
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
+grouped_chunks(const int g, float *restrict out, int64_t ld, const float *restrict init,
+               const float *const *x, const float *restrict w, int64_t taps, int64_t n,
+               int64_t pixels)
+{
+    const int block = g == 8 ? CG_GROUPED_PIXELS / 2 : CG_GROUPED_PIXELS;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n % LANES)), lane);
+    for (int64_t i0 = 0; i0 < pixels; i0 += block) {
+        int64_t c0 = 0;
+        for (; c0 + LANES <= n; c0 += LANES)
+            grouped_permuted(g, block, 1, tail, out, ld, init, x, w, taps, n, i0, pixels, c0);
+        if (c0 < n)
+            grouped_permuted(g, block, 0, tail, out, ld, init, x, w, taps, n, i0, pixels, c0);
+    }
+}
+
+/* G = 2, 4 and 8; the others' groups straddle vectors, and G = 1 is the
+ * depthwise kernels' (the training step calls this for G > 1 only): the
+ * reference. */
 __attribute__((target("avx2,fma"))) void
 cg_f32_grouped_pixel_avx2(float *restrict out, int64_t ld, const float *restrict init,
                           const float *const *x, const float *restrict w, int64_t taps, int64_t g,
                           int64_t n, int64_t pixels)
 {
-    enum { P = CG_GROUPED_PIXELS };
-    const int64_t shifts = 2 * g - 1;
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i m[2 * CG_GROUPED_MOST - 1];
-    for (int64_t c0 = 0; c0 < n; c0 += LANES) {
-        const int lanes = n - c0 >= LANES ? LANES : (int)(n - c0);
-        const __m256i all = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), lane);
-        if (c0 == 0 || LANES % g != 0 || lanes < LANES) /* else every chunk's lanes alike */
-            for (int64_t s = 0; s < shifts; s++)
-                m[s] = lane_mask(cg_grouped_pair_bits(c0, s - (g - 1), g, lanes, LANES));
-        const __m256 start = init ? _mm256_maskload_ps(init + c0, all) : _mm256_setzero_ps();
-        __m256 acc[P];
-#pragma GCC unroll 8
-        for (int i = 0; i < P; i++)
-            acc[i] = start;
-        for (int64_t t = 0; t < taps; t++) {
-            const float *rows[P];
-#pragma GCC unroll 8
-            for (int i = 0; i < P; i++)
-                rows[i] = i < pixels ? x[i * taps + t] : NULL;
-            const float *wt = w + t * shifts * n + c0;
-            for (int64_t s = 0; s < shifts; s++) {
-                const int64_t e = s - (g - 1);
-                const __m256 wv = _mm256_maskload_ps(wt + s * n, m[s]);
-#pragma GCC unroll 8
-                for (int i = 0; i < P; i++)
-                    if (rows[i])
-                        acc[i] = _mm256_fmadd_ps(
-                            _mm256_maskload_ps(cg_lane_base(rows[i], c0 + e), m[s]), wv, acc[i]);
-            }
-        }
-#pragma GCC unroll 8
-        for (int i = 0; i < P; i++)
-            if (i < pixels)
-                _mm256_maskstore_ps(out + i * ld + c0, all, acc[i]);
+    switch (g) {
+    case 2:
+        grouped_chunks(2, out, ld, init, x, w, taps, n, pixels);
+        break;
+    case 4:
+        grouped_chunks(4, out, ld, init, x, w, taps, n, pixels);
+        break;
+    case 8:
+        grouped_chunks(8, out, ld, init, x, w, taps, n, pixels);
+        break;
+    default:
+        cg_f32_grouped_pixel_ref(out, ld, init, x, w, taps, g, n, pixels);
     }
 }
 

@@ -223,49 +223,84 @@ cg_f32_dwconv_run_avx512(float *restrict out, const float *restrict init, const 
     }
 }
 
-/* Grouped pixels: per 16 channels, a mask a shift (the lanes whose shifted
- * channel is of their group), the sums of eight pixels in registers, and for
- * each tap and shift one load of w shared by the pixels' masked loads and
- * FMAs. */
+/* Grouped pixels of G channels a group, G dividing 16: per 16 channels
+ * (whole groups), the sums of eight pixels in registers; for each tap, a
+ * pixel's vector of x loaded once and its G partners made in registers
+ * (lane l takes lane l - l % G + j, a permute), each times its weights,
+ * loaded once for the eight pixels. Plain loads where the lanes are whole. */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
+grouped_permuted(const int g, const int whole, __mmask16 mask, float *restrict out, int64_t ld,
+                 const float *restrict init, const float *const *x, const float *restrict w,
+                 int64_t taps, int64_t n, int64_t pixels, int64_t c0)
+{
+    enum { P = CG_GROUPED_PIXELS };
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i base = _mm512_and_si512(lane, _mm512_set1_epi32(~(g - 1)));
+    __m512i partner[CG_GROUPED_MOST];
+#pragma GCC unroll 8
+    for (int j = 0; j < g; j++)
+        partner[j] = _mm512_add_epi32(base, _mm512_set1_epi32(j));
+    const __m512 start = init ? run_load(whole, mask, init + c0) : _mm512_setzero_ps();
+    __m512 acc[P];
+#pragma GCC unroll 8
+    for (int i = 0; i < P; i++)
+        acc[i] = start;
+    for (int64_t t = 0; t < taps; t++) {
+        __m512 wv[CG_GROUPED_MOST];
+#pragma GCC unroll 8
+        for (int j = 0; j < g; j++)
+            wv[j] = run_load(whole, mask, w + (t * g + j) * n + c0);
+#pragma GCC unroll 8
+        for (int i = 0; i < P; i++) {
+            const float *row = i < pixels ? x[i * taps + t] : NULL;
+            if (!row)
+                continue;
+            const __m512 xv = run_load(whole, mask, row + c0);
+#pragma GCC unroll 8
+            for (int j = 0; j < g; j++)
+                acc[i] = _mm512_fmadd_ps(_mm512_permutexvar_ps(partner[j], xv), wv[j], acc[i]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < P; i++)
+        if (i < pixels)
+            _mm512_mask_storeu_ps(out + i * ld + c0, mask, acc[i]);
+}
+
+/* The chunks of 16 channels for G (a constant once inlined). */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
+grouped_chunks(const int g, float *restrict out, int64_t ld, const float *restrict init,
+               const float *const *x, const float *restrict w, int64_t taps, int64_t n,
+               int64_t pixels)
+{
+    int64_t c0 = 0;
+    for (; c0 + LANES <= n; c0 += LANES)
+        grouped_permuted(g, 1, 0xFFFF, out, ld, init, x, w, taps, n, pixels, c0);
+    if (c0 < n)
+        grouped_permuted(g, 0, (__mmask16)((1u << (n - c0)) - 1u), out, ld, init, x, w, taps, n,
+                         pixels, c0);
+}
+
+/* G = 2, 4 and 8; the others' groups straddle vectors, and G = 1 is the
+ * depthwise kernels' (the training step calls this for G > 1 only): the
+ * reference. */
 __attribute__((target("avx512f"))) void
 cg_f32_grouped_pixel_avx512(float *restrict out, int64_t ld, const float *restrict init,
                             const float *const *x, const float *restrict w, int64_t taps, int64_t g,
                             int64_t n, int64_t pixels)
 {
-    enum { P = CG_GROUPED_PIXELS };
-    const int64_t shifts = 2 * g - 1;
-    __mmask16 m[2 * CG_GROUPED_MOST - 1];
-    for (int64_t c0 = 0; c0 < n; c0 += LANES) {
-        const int lanes = n - c0 < LANES ? (int)(n - c0) : LANES;
-        const __mmask16 all = (__mmask16)((1u << lanes) - 1u);
-        if (c0 == 0 || LANES % g != 0 || lanes < LANES) /* else every chunk's lanes alike */
-            for (int64_t s = 0; s < shifts; s++)
-                m[s] = (__mmask16)cg_grouped_pair_bits(c0, s - (g - 1), g, lanes, LANES);
-        const __m512 start = init ? _mm512_maskz_loadu_ps(all, init + c0) : _mm512_setzero_ps();
-        __m512 acc[P];
-#pragma GCC unroll 8
-        for (int i = 0; i < P; i++)
-            acc[i] = start;
-        for (int64_t t = 0; t < taps; t++) {
-            const float *rows[P];
-#pragma GCC unroll 8
-            for (int i = 0; i < P; i++)
-                rows[i] = i < pixels ? x[i * taps + t] : NULL;
-            const float *wt = w + t * shifts * n + c0;
-            for (int64_t s = 0; s < shifts; s++) {
-                const int64_t e = s - (g - 1);
-                const __m512 wv = _mm512_maskz_loadu_ps(m[s], wt + s * n);
-#pragma GCC unroll 8
-                for (int i = 0; i < P; i++)
-                    if (rows[i])
-                        acc[i] = _mm512_fmadd_ps(
-                            _mm512_maskz_loadu_ps(m[s], cg_lane_base(rows[i], c0 + e)), wv, acc[i]);
-            }
-        }
-#pragma GCC unroll 8
-        for (int i = 0; i < P; i++)
-            if (i < pixels)
-                _mm512_mask_storeu_ps(out + i * ld + c0, all, acc[i]);
+    switch (g) {
+    case 2:
+        grouped_chunks(2, out, ld, init, x, w, taps, n, pixels);
+        break;
+    case 4:
+        grouped_chunks(4, out, ld, init, x, w, taps, n, pixels);
+        break;
+    case 8:
+        grouped_chunks(8, out, ld, init, x, w, taps, n, pixels);
+        break;
+    default:
+        cg_f32_grouped_pixel_ref(out, ld, init, x, w, taps, g, n, pixels);
     }
 }
 

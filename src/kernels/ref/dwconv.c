@@ -35,17 +35,13 @@ void cg_f32_grouped_pixel_ref(float *restrict out, int64_t ld, const float *rest
                               const float *const *x, const float *restrict w, int64_t taps,
                               int64_t g, int64_t n, int64_t pixels)
 {
-    const int64_t shifts = 2 * g - 1;
     for (int64_t i = 0; i < pixels; i++)
         for (int64_t c = 0; c < n; c++) {
             float sum = init ? init[c] : 0.0f;
             for (int64_t t = 0; t < taps; t++) {
                 const float *row = x[i * taps + t];
-                for (int64_t s = 0; row && s < shifts; s++) {
-                    const int64_t e = s - (g - 1);
-                    if (c % g + e >= 0 && c % g + e < g)
-                        sum += row[c + e] * w[(t * shifts + s) * n + c];
-                }
+                for (int64_t j = 0; row && j < g; j++)
+                    sum += row[c - c % g + j] * w[(t * g + j) * n + c];
             }
             out[i * ld + c] = sum;
         }
