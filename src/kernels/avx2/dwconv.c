@@ -229,6 +229,138 @@ load_chunk(const void *tensor, int64_t i, __m256i mask, int64_t total, const int
     return _mm256_loadu_ps((const float *)tensor + i);
 }
 
+/* ---- the weight gradient's 3x3 (avx512/dwconv.c's block32), 8 channels a block ---- */
+
+enum { TAPS3 = 9, PREFETCH_PIXELS = 8 };
+
+/* The accumulators are named variables, not an array, so that they stay in
+ * registers: nine of them, dy's vector and x's fill twelve of sixteen. */
+#define ACC8_DECLARE(t)                                                                            \
+    __m256 acc##t = _mm256_setzero_ps();                                                           \
+    if (resume)                                                                                    \
+        acc##t = _mm256_maskload_ps(saved + (t)*channels, mask);
+#define ACC8_TAP(t, kh, kw)                                                                        \
+    if (row_ok[kh] && col_ok[kw])                                                                  \
+        acc##t = _mm256_fmadd_ps(                                                                  \
+            d, load_chunk(x, corner + ((kh)*p->in_w + (kw)) * p->cin, mask, x_total, half, whole), \
+            acc##t);
+#define ACC8_STORE(t) _mm256_maskstore_ps(saved + (t)*channels, mask, acc##t)
+
+/* The sums of rows [first, last) for the `channels` (<= 8) from c_first,
+ * added to those in saved[tap][channel] when resume, else from zero, and
+ * left there; `whole`: all eight lanes (plain loads). */
+AVX2_F16C static inline __attribute__((always_inline)) void
+block8(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t channels,
+       int64_t first, int64_t last, float *saved, int resume, const int half, const int whole)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)channels), lane);
+    const int64_t dy_total = p->rows * p->cout, x_total = p->batch * p->in_h * p->in_w * p->cin;
+    ACC8_DECLARE(0)
+    ACC8_DECLARE(1)
+    ACC8_DECLARE(2)
+    ACC8_DECLARE(3)
+    ACC8_DECLARE(4)
+    ACC8_DECLARE(5)
+    ACC8_DECLARE(6)
+    ACC8_DECLARE(7)
+    ACC8_DECLARE(8)
+    const int64_t per_image = p->out_h * p->out_w;
+    const size_t elem = half ? 2 : 4;
+    int64_t n = first / per_image, oh = first % per_image / p->out_w, ow = first % p->out_w;
+    for (int64_t row = first; row < last; row++) {
+        const int64_t iy0 = oh * p->stride_h - p->pad_u, ix0 = ow * p->stride_w - p->pad_l;
+        const int64_t at_dy = row * p->cout + c_first;
+        /* strided rows defeat the hardware prefetcher: dy a few pixels ahead,
+         * and x's bottom-right tap of that pixel */
+        _mm_prefetch((const char *)dy + (at_dy + PREFETCH_PIXELS * p->cout) * elem, _MM_HINT_T0);
+        const __m256 d = load_chunk(dy, at_dy, mask, dy_total, half, whole);
+        int row_ok[3], col_ok[3];
+        for (int k = 0; k < 3; k++) {
+            row_ok[k] = (uint64_t)(iy0 + k) < (uint64_t)p->in_h;
+            col_ok[k] = (uint64_t)(ix0 + k) < (uint64_t)p->in_w;
+        }
+        /* x element of tap (0, 0), possibly outside: only valid taps read */
+        const int64_t corner = ((n * p->in_h + iy0) * p->in_w + ix0) * p->cin + c_first;
+        const int64_t ahead = corner + (2 * p->in_w + 2 + PREFETCH_PIXELS * p->stride_w) * p->cin;
+        if (ahead >= 0)
+            _mm_prefetch((const char *)x + ahead * elem, _MM_HINT_T0);
+        ACC8_TAP(0, 0, 0)
+        ACC8_TAP(1, 0, 1)
+        ACC8_TAP(2, 0, 2)
+        ACC8_TAP(3, 1, 0)
+        ACC8_TAP(4, 1, 1)
+        ACC8_TAP(5, 1, 2)
+        ACC8_TAP(6, 2, 0)
+        ACC8_TAP(7, 2, 1)
+        ACC8_TAP(8, 2, 2)
+        if (++ow == p->out_w) {
+            ow = 0;
+            if (++oh == p->out_h) {
+                oh = 0;
+                n++;
+            }
+        }
+    }
+    ACC8_STORE(0);
+    ACC8_STORE(1);
+    ACC8_STORE(2);
+    ACC8_STORE(3);
+    ACC8_STORE(4);
+    ACC8_STORE(5);
+    ACC8_STORE(6);
+    ACC8_STORE(7);
+    ACC8_STORE(8);
+}
+#undef ACC8_DECLARE
+#undef ACC8_TAP
+#undef ACC8_STORE
+
+/* Output pixels a tile: their x stays in L1 while every block of 8 channels
+ * passes over them (each reads a 32-byte piece of its lines): the three
+ * input rows a tile's pixels reach within TILE_BYTES, half of a 48 KiB L1
+ * (128 pixels a tile, as the AVX-512 kernel's, made C = 128 1.2-1.7x slower
+ * than the generic loops: each block fetched the tile's lines from L2 again). */
+enum { TILE_BYTES = 24 << 10 };
+
+static int64_t pixel_tile(const cg_plan *p)
+{
+    const int64_t pixel_bytes = 3 * p->cin * p->dtype_size * p->stride_w;
+    const int64_t fit = TILE_BYTES / (pixel_bytes > 0 ? pixel_bytes : 1);
+    return fit < 8 ? 8 : fit > 128 ? 128 : fit;
+}
+
+AVX2_F16C void cg_f32_dwconv3x3_rows_avx2(const cg_plan *p, const void *dy, const void *x,
+                                          int64_t c_first, int64_t c_last, int64_t first,
+                                          int64_t last, float *acc, float *dst)
+{
+    const int half = p->dtype_size == 2;
+    const int64_t tile = pixel_tile(p);
+    for (int64_t t0 = first; t0 < last; t0 += tile) {
+        const int64_t t1 = last - t0 < tile ? last : t0 + tile;
+        for (int64_t c = c_first; c < c_last; c += LANES) {
+            const int64_t channels = c_last - c < LANES ? c_last - c : LANES;
+            float *saved = acc + (c - c_first) * TAPS3;
+            const int resume = t0 != first;
+            if (channels == LANES && half)
+                block8(p, dy, x, c, channels, t0, t1, saved, resume, 1, 1);
+            else if (channels == LANES)
+                block8(p, dy, x, c, channels, t0, t1, saved, resume, 0, 1);
+            else if (half)
+                block8(p, dy, x, c, channels, t0, t1, saved, resume, 1, 0);
+            else
+                block8(p, dy, x, c, channels, t0, t1, saved, resume, 0, 0);
+        }
+    }
+    for (int64_t c = c_first; c < c_last; c += LANES) { /* [tap][c] -> dw rows [c][tap] */
+        const int64_t channels = c_last - c < LANES ? c_last - c : LANES;
+        const float *saved = acc + (c - c_first) * TAPS3;
+        for (int64_t k = 0; k < channels; k++)
+            for (int t = 0; t < TAPS3; t++)
+                dst[(c - c_first + k) * TAPS3 + t] = saved[t * channels + k];
+    }
+}
+
 /* A chunk's shift masks and load offsets (avx512/dwconv.c: grouped_masks). */
 typedef struct grouped_masks {
     __m256i mask[CG_GROUPED_MOST];
