@@ -197,6 +197,15 @@ cg_f32_dwconv_rows_avx2(const cg_plan *plan, const void *dy, const void *x, int6
 
 #define AVX2_F16C __attribute__((target("avx2,fma,f16c")))
 
+/* Eight lanes of `tensor` from element i, fp32 or fp16. */
+AVX2_F16C static inline __attribute__((always_inline)) __m256 load_whole(const void *tensor,
+                                                                         int64_t i, const int half)
+{
+    if (half)
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)tensor + i)));
+    return _mm256_loadu_ps((const float *)tensor + i);
+}
+
 /* Eight lanes of `tensor` from element i, `mask`'s lanes (others zero);
  * fp16 through a copy where eight halves from i would pass the tensor's
  * `total` elements (AVX2 has no masked 16-bit load). */
@@ -222,11 +231,7 @@ AVX2_F16C static inline __attribute__((always_inline)) __m256
 load_chunk(const void *tensor, int64_t i, __m256i mask, int64_t total, const int half,
            const int whole)
 {
-    if (!whole)
-        return load8(tensor, i, mask, total, half);
-    if (half)
-        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)tensor + i)));
-    return _mm256_loadu_ps((const float *)tensor + i);
+    return whole ? load_whole(tensor, i, half) : load8(tensor, i, mask, total, half);
 }
 
 /* ---- the weight gradient's 3x3 (avx512/dwconv.c's block32), 8 channels a block ---- */
@@ -236,26 +241,19 @@ enum { TAPS3 = 9, PREFETCH_PIXELS = 8 };
 /* The accumulators are named variables, not an array, so that they stay in
  * registers: nine of them, dy's vector and x's fill twelve of sixteen. */
 #define ACC8_DECLARE(t)                                                                            \
-    __m256 acc##t = _mm256_setzero_ps();                                                           \
-    if (resume)                                                                                    \
-        acc##t = _mm256_maskload_ps(saved + (t)*channels, mask);
+    __m256 acc##t = resume ? _mm256_loadu_ps(saved + (t)*LANES) : _mm256_setzero_ps();
 #define ACC8_TAP(t, kh, kw)                                                                        \
     if (row_ok[kh] && col_ok[kw])                                                                  \
-        acc##t = _mm256_fmadd_ps(                                                                  \
-            d, load_chunk(x, corner + ((kh)*p->in_w + (kw)) * p->cin, mask, x_total, half, whole), \
-            acc##t);
-#define ACC8_STORE(t) _mm256_maskstore_ps(saved + (t)*channels, mask, acc##t)
+        acc##t = _mm256_fmadd_ps(d, load_whole(x, corner + ((kh)*p->in_w + (kw)) * p->cin, half),  \
+                                 acc##t);
+#define ACC8_STORE(t) _mm256_storeu_ps(saved + (t)*LANES, acc##t)
 
-/* The sums of rows [first, last) for the `channels` (<= 8) from c_first,
- * added to those in saved[tap][channel] when resume, else from zero, and
- * left there; `whole`: all eight lanes (plain loads). */
+/* The sums of rows [first, last) for the 8 channels from c_first, added to
+ * those in saved[tap][channel] when resume, else from zero, and left there. */
 AVX2_F16C static inline __attribute__((always_inline)) void
-block8(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t channels,
-       int64_t first, int64_t last, float *saved, int resume, const int half, const int whole)
+block8(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t first,
+       int64_t last, float *saved, int resume, const int half)
 {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)channels), lane);
-    const int64_t dy_total = p->rows * p->cout, x_total = p->batch * p->in_h * p->in_w * p->cin;
     ACC8_DECLARE(0)
     ACC8_DECLARE(1)
     ACC8_DECLARE(2)
@@ -274,7 +272,7 @@ block8(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t
         /* strided rows defeat the hardware prefetcher: dy a few pixels ahead,
          * and x's bottom-right tap of that pixel */
         _mm_prefetch((const char *)dy + (at_dy + PREFETCH_PIXELS * p->cout) * elem, _MM_HINT_T0);
-        const __m256 d = load_chunk(dy, at_dy, mask, dy_total, half, whole);
+        const __m256 d = load_whole(dy, at_dy, half);
         int row_ok[3], col_ok[3];
         for (int k = 0; k < 3; k++) {
             row_ok[k] = (uint64_t)(iy0 + k) < (uint64_t)p->in_h;
@@ -330,35 +328,34 @@ static int64_t pixel_tile(const cg_plan *p)
     return fit < 8 ? 8 : fit > 128 ? 128 : fit;
 }
 
+/* Whole blocks of 8 channels here; the last few channels, if any, on the
+ * generic loops (a masked variant would double the code, whose compile
+ * under the sanitizers dominates the build). */
 AVX2_F16C void cg_f32_dwconv3x3_rows_avx2(const cg_plan *p, const void *dy, const void *x,
                                           int64_t c_first, int64_t c_last, int64_t first,
                                           int64_t last, float *acc, float *dst)
 {
     const int half = p->dtype_size == 2;
-    const int64_t tile = pixel_tile(p);
+    const int64_t tile = pixel_tile(p), c_whole = c_first + (c_last - c_first) / LANES * LANES;
     for (int64_t t0 = first; t0 < last; t0 += tile) {
         const int64_t t1 = last - t0 < tile ? last : t0 + tile;
-        for (int64_t c = c_first; c < c_last; c += LANES) {
-            const int64_t channels = c_last - c < LANES ? c_last - c : LANES;
+        for (int64_t c = c_first; c < c_whole; c += LANES) {
             float *saved = acc + (c - c_first) * TAPS3;
-            const int resume = t0 != first;
-            if (channels == LANES && half)
-                block8(p, dy, x, c, channels, t0, t1, saved, resume, 1, 1);
-            else if (channels == LANES)
-                block8(p, dy, x, c, channels, t0, t1, saved, resume, 0, 1);
-            else if (half)
-                block8(p, dy, x, c, channels, t0, t1, saved, resume, 1, 0);
+            if (half)
+                block8(p, dy, x, c, t0, t1, saved, t0 != first, 1);
             else
-                block8(p, dy, x, c, channels, t0, t1, saved, resume, 0, 0);
+                block8(p, dy, x, c, t0, t1, saved, t0 != first, 0);
         }
     }
-    for (int64_t c = c_first; c < c_last; c += LANES) { /* [tap][c] -> dw rows [c][tap] */
-        const int64_t channels = c_last - c < LANES ? c_last - c : LANES;
+    for (int64_t c = c_first; c < c_whole; c += LANES) { /* [tap][c] -> dw rows [c][tap] */
         const float *saved = acc + (c - c_first) * TAPS3;
-        for (int64_t k = 0; k < channels; k++)
+        for (int64_t k = 0; k < LANES; k++)
             for (int t = 0; t < TAPS3; t++)
-                dst[(c - c_first + k) * TAPS3 + t] = saved[t * channels + k];
+                dst[(c - c_first + k) * TAPS3 + t] = saved[t * LANES + k];
     }
+    if (c_whole < c_last)
+        cg_dwconv_rows_body(p, dy, x, c_whole, c_last, first, last, acc,
+                            dst + (c_whole - c_first) * TAPS3);
 }
 
 /* A chunk's shift masks and load offsets (avx512/dwconv.c: grouped_masks). */
