@@ -14,8 +14,8 @@
  * zeros. NHWC tiles are pixel-major ([pixel][tap][channel]: runs of
  * channels), NCHW tiles channel-major ([channel][tap][pixel]: runs of an
  * image row); either way the column order is the weights' own. Depthwise
- * NHWC (a channel a group) needs no GEMM: see depthwise_core. Bias: sums of
- * dy by blocks of channels. */
+ * NHWC (a channel a group) needs no GEMM: see depthwise_core. Bias: each
+ * core's sums over its rows of dy, then added in core order. */
 #include "conv2d.h"
 
 #include <limits.h>
@@ -371,9 +371,10 @@ typedef struct job {
     const float *in0, *in1, *bias;
     float *out;
     int core_mask, members;
-    int64_t tile_rows;               /* 0: the library's choice */
-    const float *partial[MAX_CORES]; /* weights: each core's partial dw */
-    const float *phase_w;            /* data: w by stride phase, in core 0's scratch */
+    int64_t tile_rows;                  /* 0: the library's choice */
+    const float *partial[MAX_CORES];    /* weights: each core's partial dw */
+    const double *bias_sums[MAX_CORES]; /* bias: each core's sums over its rows */
+    const float *phase_w;               /* data: w by stride phase, in core 0's scratch */
     const float *packed_w; /* forward, data on the packed driver: B's panels, core 0's scratch */
     cg_status status;      /* of the whole launch, set by logical core 0 */
     cg_error *err;         /* the caller's: logical core 0 says there what failed */
@@ -1225,43 +1226,75 @@ static cg_status data_columns_core(job *jb, int rank, cg_error *err)
     return CG_OK;
 }
 
-/* ---- bias gradient: blocks of channels -------------------------------- */
+/* ---- bias gradient: rows of dy, then the cores' sums added ------------ */
 
-/* Sums in double: dy has N*OH*OW terms per channel, too many for float. */
+/* sum[k] += the double sum of rows [r0, r1) of dy's column k (rows ld
+ * apart), k < width (a constant once inlined: the sums stay in registers). */
+static inline __attribute__((always_inline)) void
+add_rows(double *sum, const float *dy, int64_t ld, int64_t r0, int64_t r1, const int64_t width)
+{
+    double acc[LINE_FLOATS] = {0};
+    for (int64_t row = r0; row < r1; row++)
+        for (int64_t k = 0; k < width; k++)
+            acc[k] += dy[row * ld + k];
+    for (int64_t k = 0; k < width; k++)
+        sum[k] += acc[k];
+}
+
+/* Sums in double: dy has N*OH*OW terms per channel, too many for float.
+ * Each core sums all channels over its share of dy's rows (NHWC: pixels;
+ * NCHW: (image, channel) planes, each core its images), reading its part of
+ * dy once, in order: split by channels, every core would stream all of dy
+ * for a few floats of each row. Then each core adds the cores' sums of a
+ * block of channels, in core order. */
 static cg_status bias_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
-    const int64_t plane = p->out_h * p->out_w, blocks = (p->cout + LINE_FLOATS - 1) / LINE_FLOATS;
-    int64_t first, last;
-    cg_split_range(blocks, rank, jb->members, &first, &last);
-    const int64_t c0 = first * LINE_FLOATS, c1 = min64(p->cout, last * LINE_FLOATS);
-    int64_t *unused;
+    const int64_t plane = p->out_h * p->out_w;
+    int64_t first, last, *unused;
+    cg_split_range(jb->nchw ? p->batch : p->rows, rank, jb->members, &first, &last);
     float *mem;
     /* doubles, counted as pairs of floats */
-    if (core_scratch(jb, 0, 2 * max64(0, c1 - c0), &unused, &mem, err) != CG_OK)
+    if (core_scratch(jb, 0, 2 * p->cout, &unused, &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
-    if (c0 >= c1)
-        return CG_OK;
     double *sum = (double *)mem;
     const float *dy = jb->in0;
-    for (int64_t c = c0; c < c1; c++)
-        sum[c - c0] = 0.0;
+    for (int64_t c = 0; c < p->cout; c++)
+        sum[c] = 0.0;
     if (jb->nchw) {
-        for (int64_t n = 0; n < p->batch; n++)
-            for (int64_t c = c0; c < c1; c++) {
+        for (int64_t n = first; n < last; n++)
+            for (int64_t c = 0; c < p->cout; c++) {
                 const float *run = dy + (n * p->cout + c) * plane;
                 double s = 0.0;
                 for (int64_t i = 0; i < plane; i++)
                     s += run[i];
-                sum[c - c0] += s;
+                sum[c] += s;
             }
     } else {
-        for (int64_t row = 0; row < p->rows; row++)
-            for (int64_t c = c0; c < c1; c++)
-                sum[c - c0] += dy[row * p->cout + c];
+        /* a chunk of rows (16 KiB) stays in L1 while each block of 16
+         * channels is summed over it in registers */
+        const int64_t chunk = max64(1, (16 << 10) / (p->cout * (int64_t)sizeof(float)));
+        for (int64_t r0 = first; r0 < last; r0 += chunk) {
+            const int64_t r1 = min64(last, r0 + chunk);
+            for (int64_t c0 = 0; c0 < p->cout; c0 += LINE_FLOATS) {
+                if (p->cout - c0 >= LINE_FLOATS)
+                    add_rows(sum + c0, dy + c0, p->cout, r0, r1, LINE_FLOATS);
+                else
+                    add_rows(sum + c0, dy + c0, p->cout, r0, r1, p->cout - c0);
+            }
+        }
     }
-    for (int64_t c = c0; c < c1; c++)
-        jb->out[c] = (float)sum[c - c0];
+    jb->bias_sums[rank] = sum;
+    cm_bar_all(jb->core_mask, 1); /* every core's sums are there */
+    const int64_t blocks = (p->cout + LINE_FLOATS - 1) / LINE_FLOATS;
+    int64_t b0, b1;
+    cg_split_range(blocks, rank, jb->members, &b0, &b1);
+    for (int64_t c = b0 * LINE_FLOATS; c < min64(p->cout, b1 * LINE_FLOATS); c++) {
+        double total = 0.0;
+        for (int k = 0; k < jb->members; k++)
+            total += jb->bias_sums[k][c];
+        jb->out[c] = (float)total;
+    }
     return CG_OK;
 }
 
