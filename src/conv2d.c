@@ -1108,6 +1108,45 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     return CG_OK;
 }
 
+/* ---- the taps of an axis that stay inside ------------------------------ */
+
+/* One axis of a convolution seen from its output: output position o reads
+ * source position o*step + k*tap + off through tap k < taps, inside when in
+ * [0, len). A forward (and col2im) reads x: step the stride, tap the
+ * dilation, off -pad; a depthwise input gradient of stride 1 reads dy: step
+ * 1, tap -dilation, off +pad. */
+typedef struct dw_axis {
+    int64_t step, tap, off, len, taps;
+} dw_axis;
+
+static int64_t floor_div(int64_t a, int64_t b) /* b > 0 */
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/* The taps [*k0, *k1) through which position o reads inside the source. */
+static void axis_taps(const dw_axis *a, int64_t o, int64_t *k0, int64_t *k1)
+{
+    const int64_t below = o * a->step + a->off, above = a->len - 1 - below;
+    const int64_t t = a->tap > 0 ? a->tap : -a->tap;
+    /* inside: below + k*tap >= 0 and <= len - 1 */
+    const int64_t lo = -floor_div(a->tap > 0 ? below : above, t);
+    const int64_t hi = floor_div(a->tap > 0 ? above : below, t) + 1;
+    *k0 = lo < 0 ? 0 : lo;
+    *k1 = hi > a->taps ? a->taps : hi < *k0 ? *k0 : hi;
+}
+
+/* The positions [*o_lo, *o_hi) of [0, out) whose taps are all inside. */
+static void axis_inside(const dw_axis *a, int64_t out, int64_t *o_lo, int64_t *o_hi)
+{
+    const int64_t reach = (a->taps - 1) * a->tap; /* the last tap's offset from the first */
+    const int64_t least = reach < 0 ? reach : 0, most = reach > 0 ? reach : 0;
+    const int64_t lo = -floor_div(least + a->off, a->step);
+    const int64_t hi = floor_div(a->len - 1 - most - a->off, a->step) + 1;
+    *o_lo = lo < 0 ? 0 : lo > out ? out : lo;
+    *o_hi = hi > out ? out : hi < *o_lo ? *o_lo : hi;
+}
+
 /* ---- input gradient of few input channels: columns, then col2im ------- */
 
 /* Whether the input gradient computes im2col's columns, dcol = dy w (a
@@ -1129,27 +1168,24 @@ static void add_columns(const cg_plan *p, const float *col, int64_t n, int64_t o
                         int64_t h0, int64_t h1, float *dx)
 {
     const int64_t c = p->cin, iw0 = ow * p->stride_w - p->pad_l;
-    /* adjacent taps (dilation 1): those inside are one run of dx's row */
-    const int64_t kw0 = p->dil_w == 1 ? max64(0, -iw0) : 0;
-    const int64_t kw1 = p->dil_w == 1 ? min64(p->kernel_w, p->in_w - iw0) : 0;
-    for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+    /* the rows of the band (the band as the source), the columns of dx */
+    const dw_axis v = {p->stride_h, p->dil_h, -p->pad_u - h0, h1 - h0, p->kernel_h};
+    const dw_axis h = {p->stride_w, p->dil_w, -p->pad_l, p->in_w, p->kernel_w};
+    int64_t kh0, kh1, kw0, kw1;
+    axis_taps(&v, oh, &kh0, &kh1);
+    axis_taps(&h, ow, &kw0, &kw1);
+    for (int64_t kh = kh0; kh < kh1; kh++) {
         const int64_t ih = oh * p->stride_h + kh * p->dil_h - p->pad_u;
-        if (ih < h0 || ih >= h1)
-            continue;
         float *line = dx + (n * p->in_h + ih) * p->in_w * c;
         const float *taps = col + kh * p->kernel_w * c;
-        if (p->dil_w == 1) {
+        if (p->dil_w == 1) { /* adjacent taps: one run of dx's row */
             for (int64_t e = kw0 * c; e < kw1 * c; e++)
                 line[iw0 * c + e] += taps[e];
             continue;
         }
-        for (int64_t kw = 0; kw < p->kernel_w; kw++) {
-            const int64_t iw = iw0 + kw * p->dil_w;
-            if (iw < 0 || iw >= p->in_w)
-                continue;
+        for (int64_t kw = kw0; kw < kw1; kw++)
             for (int64_t ci = 0; ci < c; ci++)
-                line[iw * c + ci] += taps[kw * c + ci];
-        }
+                line[(iw0 + kw * p->dil_w) * c + ci] += taps[kw * c + ci];
     }
 }
 
@@ -1339,43 +1375,6 @@ static void weights_by_tap(const job *jb, float *by_tap)
 }
 
 /* ---- depthwise by runs of a row ---- */
-
-/* One axis of a depthwise forward or input gradient: output position o
- * reads source position o*step + k*tap + off through tap k < taps, inside
- * when in [0, len). The forward reads x: step the stride, tap the dilation,
- * off -pad; the input gradient (stride 1) dy: step 1, tap -dilation, off
- * +pad. */
-typedef struct dw_axis {
-    int64_t step, tap, off, len, taps;
-} dw_axis;
-
-static int64_t floor_div(int64_t a, int64_t b) /* b > 0 */
-{
-    return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
-/* The taps [*k0, *k1) through which position o reads inside the source. */
-static void axis_taps(const dw_axis *a, int64_t o, int64_t *k0, int64_t *k1)
-{
-    const int64_t below = o * a->step + a->off, above = a->len - 1 - below;
-    const int64_t t = a->tap > 0 ? a->tap : -a->tap;
-    /* inside: below + k*tap >= 0 and <= len - 1 */
-    const int64_t lo = -floor_div(a->tap > 0 ? below : above, t);
-    const int64_t hi = floor_div(a->tap > 0 ? above : below, t) + 1;
-    *k0 = lo < 0 ? 0 : lo;
-    *k1 = hi > a->taps ? a->taps : hi < *k0 ? *k0 : hi;
-}
-
-/* The positions [*o_lo, *o_hi) of [0, out) whose taps are all inside. */
-static void axis_inside(const dw_axis *a, int64_t out, int64_t *o_lo, int64_t *o_hi)
-{
-    const int64_t reach = (a->taps - 1) * a->tap; /* the last tap's offset from the first */
-    const int64_t least = reach < 0 ? reach : 0, most = reach > 0 ? reach : 0;
-    const int64_t lo = -floor_div(least + a->off, a->step);
-    const int64_t hi = floor_div(a->len - 1 - most - a->off, a->step) + 1;
-    *o_lo = lo < 0 ? 0 : lo > out ? out : lo;
-    *o_hi = hi > out ? out : hi < *o_lo ? *o_lo : hi;
-}
 
 /* The depthwise (one channel a group) forward, or input gradient of stride
  * 1, over output pixels [first, last) of out_h x out_w images: each output

@@ -32,14 +32,6 @@ typedef void cg_grouped_chunk_fn(const cg_plan *plan, const void *dy, const void
                                  int64_t c_first, int64_t n, int64_t cb, int64_t kh, int64_t kw0,
                                  int64_t count, int64_t r0, int64_t r1, float *sums);
 
-/* x + i as an address, i possibly below 0 for lanes a mask leaves out (a
- * masked-off lane is never read): computed as an integer, not as pointer
- * arithmetic past the array. */
-static inline const float *cg_lane_base(const float *x, int64_t i)
-{
-    return (const float *)((uintptr_t)x + (uintptr_t)(i * (int64_t)sizeof(float)));
-}
-
 /* The lanes l < valid (<= lanes) of a chunk from channel c0 (counted from a
  * multiple of g) whose channel c pairs with c + e of its group, 0 <= c % g
  * + e < g, as bits; where the chunk starts a group and holds whole groups,

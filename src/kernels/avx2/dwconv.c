@@ -92,13 +92,6 @@ cg_f32_dwconv_run_avx2(float *restrict out, const float *restrict init, const cg
     }
 }
 
-/* Bits 0-7 as a vector mask (lane l all ones where bit l is set). */
-__attribute__((target("avx2"))) static inline __m256i lane_mask(unsigned bits)
-{
-    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), bit), bit);
-}
-
 /* Grouped pixels of G channels a group, G dividing 8
  * (avx512/dwconv.c: grouped_permuted), eight lanes; G = 8 four pixels at a
  * time (the sums, the partners' permutes and x's vector fill the sixteen
@@ -356,6 +349,13 @@ AVX2_F16C void cg_f32_dwconv3x3_rows_avx2(const cg_plan *p, const void *dy, cons
     if (c_whole < c_last)
         cg_dwconv_rows_body(p, dy, x, c_whole, c_last, first, last, acc,
                             dst + (c_whole - c_first) * TAPS3);
+}
+
+/* Bits 0-7 as a vector mask (lane l all ones where bit l is set). */
+__attribute__((target("avx2"))) static inline __m256i lane_mask(unsigned bits)
+{
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), bit), bit);
 }
 
 /* A chunk's shift masks and load offsets (avx512/dwconv.c: grouped_masks). */
