@@ -23,12 +23,12 @@
 
 #include "core_mask/core_mask_internal.h"
 #include "gemm/gemm.h"
+#include "grad_filter.h"
 #include "kernels.h"
 #include "kernels/geometry.h"
 #include "reduce/reduce.h"
 #include "status.h"
 
-enum { MAX_CORES = 32 };
 /* Reduction slices and bias channel blocks are whole cache lines. */
 enum { LINE_FLOATS = 16 };
 
@@ -371,10 +371,11 @@ typedef struct job {
     const float *in0, *in1, *bias;
     float *out;
     int core_mask, members;
-    int64_t tile_rows;                  /* 0: the library's choice */
-    const float *partial[MAX_CORES];    /* weights: each core's partial dw */
-    const double *bias_sums[MAX_CORES]; /* bias: each core's sums over its rows */
-    const float *phase_w;               /* data: w by stride phase, in core 0's scratch */
+    int64_t tile_rows;                      /* 0: the library's choice */
+    cg_weights_call weights;                /* NHWC weights: the operator's driver */
+    const float *partial[CG_MAX_SLICES];    /* NCHW weights: each slice's partial dw */
+    const double *bias_sums[CG_MAX_SLICES]; /* bias: each slice's sums */
+    const float *phase_w;                   /* data: w by stride phase, in core 0's scratch */
     const float *packed_w; /* forward, data on the packed driver: B's panels, core 0's scratch */
     cg_status status;      /* of the whole launch, set by logical core 0 */
     cg_error *err;         /* the caller's: logical core 0 says there what failed */
@@ -524,89 +525,110 @@ static void weights_tile(const job *jb, const tile *tl, axis ah, axis aw, float 
     }
 }
 
-/* Sums the partials of the cores that had pixels into this core's slice of
- * dw, in core order. */
-static void reduce_weights(const job *jb, int rank)
+/* Sums the slices' partials into this core's part of dw, in slice order. */
+static void reduce_weights(const job *jb, int rank, int64_t slices)
 {
     const cg_plan *p = &jb->plan;
-    int parts = (int)min64(jb->members, p->rows); /* cores past `rows` had none */
     size_t begin, end;
     cg_reduce_slice(p->dw_elems, LINE_FLOATS, rank, jb->members, &begin, &end);
     if (begin < end)
-        cg_reduce_partials(jb->out + begin, jb->partial, parts, begin, end);
+        cg_reduce_partials(jb->out + begin, jb->partial, (int)slices, begin, end);
 }
 
-/* NHWC's weight gradient is the operator's (an fp32 OHWI dw over the same
- * rows): its packed driver over this core's rows, into the core's partial,
- * then the reduction. */
-static cg_status weights_nhwc_core(job *jb, int rank, cg_error *err)
+/* NCHW's weight gradient: the slices of the sum (cg_row_slices: cut by the
+ * shape alone), each from im2col tiles into its own partial (the one slice
+ * straight into dw), then the partials added in slice order. */
+static cg_status weights_nchw_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
-    const int own_partial = jb->members > 1;
-    int64_t first, last;
-    cg_split_range(p->rows, rank, jb->members, &first, &last);
-    const cg_dw_block all = {0, p->groups, 0, p->cout_g, 0, p->row_len};
-    const int64_t kc = jb->tile_rows > 0 ? min64(jb->tile_rows, max64(last - first, 1))
-                                         : cg_general_rows_per_pass(&all, last - first);
-    int64_t floats = first < last ? cg_general_scratch_floats(p, kc, &all) : 0;
-    if (own_partial && first < last)
-        floats += (int64_t)p->dw_elems;
-    int64_t *unused;
-    float *scratch;
-    if (core_scratch(jb, 0, floats, &unused, &scratch, err) != CG_OK)
+    const int64_t plane = p->out_h * p->out_w, slices = cg_row_slices(p);
+    const int into_out = slices == 1;
+    int64_t s0, s1;
+    cg_split_range(slices, rank, jb->members, &s0, &s1);
+    const int64_t width = x_tile_width(jb);
+    const int64_t tile_rows = rows_per_tile(jb, width, (p->rows + slices - 1) / slices, 1);
+    int64_t *offs;
+    float *col;
+    const int64_t floats =
+        s0 < s1 ? tile_rows * width + (into_out ? 0 : (s1 - s0) * (int64_t)p->dw_elems) : 0;
+    if (core_scratch(jb, p->kernel_h + p->kernel_w, floats, &offs, &col, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
-    float *dw =
-        own_partial && first < last ? scratch + cg_general_scratch_floats(p, kc, &all) : jb->out;
-    jb->partial[rank] = dw;
-    if (first < last)
-        cg_general_rows(p, jb->in1, jb->in0, &all, first, last, kc, scratch, 0.0f, dw);
-    if (own_partial) {
+    axis ah, aw;
+    kernel_taps(p, offs, offs + p->kernel_h, &ah, &aw);
+    for (int64_t i = s0; i < s1; i++) {
+        float *dw = into_out ? jb->out : col + tile_rows * width + (i - s0) * (int64_t)p->dw_elems;
+        int64_t first, last;
+        cg_split_range(p->rows, (int)i, (int)slices, &first, &last);
+        for (int64_t row = first; row < last;) {
+            tile tl = {row / plane, p->out_h, p->out_w, row % plane, 0};
+            tl.count = min64(tile_rows, min64(last - row, plane - tl.first)); /* within an image */
+            weights_tile(jb, &tl, ah, aw, col, row == first ? 0.0f : 1.0f, dw);
+            row += tl.count;
+        }
+        jb->partial[i] = dw;
+    }
+    if (!into_out) {
         cm_bar_all(jb->core_mask, 1); /* every partial written */
-        reduce_weights(jb, rank);
+        reduce_weights(jb, rank, slices);
     }
     return CG_OK;
+}
+
+/* The rows (pixels) of the forward's and the input gradient's products, in
+ * slices [s0, s1) for core `rank`. On the library's kernels, every element
+ * of a product is the same sum whatever tile it is in (K is blocked by the
+ * shape alone), so each core takes one balanced slice. OpenBLAS's sums
+ * depend on the product's sizes, so with it the rows are cut by the shape
+ * alone (cg_slices_of: a power of two of slices, at least `least` rows
+ * each, at least 4 where there are 32 rows a slice), the tiles restarting
+ * at every slice: the same products on every core_mask. */
+typedef struct row_slices {
+    int64_t total, count, s0, s1;
+    int64_t longest; /* rows of the longest slice: what sizes the tiles */
+} row_slices;
+
+static row_slices row_slices_of(const job *jb, int64_t total, int64_t least, int rank)
+{
+    row_slices rs = {total, jb->members, rank, rank + 1, 0};
+    if (!cg_gemm_uses_packed()) {
+        rs.count = max64(cg_slices_of(total, least, 0), min64(4, cg_slices_of(total, 32, 0)));
+        cg_split_range(rs.count, rank, jb->members, &rs.s0, &rs.s1);
+    }
+    rs.longest = (total + rs.count - 1) / rs.count;
+    return rs;
+}
+
+static void slice_rows(const row_slices *rs, int64_t i, int64_t *first, int64_t *last)
+{
+    cg_split_range(rs->total, (int)i, (int)rs->count, first, last);
 }
 
 static cg_status output_pixels_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
-    const int weights = jb->op == CG_CONV2D_BACKWARD_WEIGHTS,
-              own_partial = weights && jb->members > 1;
     const int64_t plane = p->out_h * p->out_w;
-    int64_t first, last;
-    cg_split_range(p->rows, rank, jb->members, &first, &last);
+    const row_slices rs = row_slices_of(jb, p->rows, GEMM_MIN_ROWS, rank);
     /* a tile row: im2col, then the forward's transposed product (spare) */
-    const int64_t width = x_tile_width(jb), spare_width = weights ? 0 : p->cout_g;
-    const int64_t tile_rows =
-        rows_per_tile(jb, width + spare_width, last - first, weights ? 1 : GEMM_MIN_ROWS);
+    const int64_t width = x_tile_width(jb), spare_width = p->cout_g;
+    const int64_t tile_rows = rows_per_tile(jb, width + spare_width, rs.longest, GEMM_MIN_ROWS);
     int64_t *offs;
     float *col;
-    int64_t floats = first < last ? tile_rows * (width + spare_width) : 0;
-    if (own_partial && first < last)
-        floats += (int64_t)p->dw_elems;
+    int64_t floats = rs.s0 < rs.s1 ? tile_rows * (width + spare_width) : 0;
     if (core_scratch(jb, p->kernel_h + p->kernel_w, floats, &offs, &col, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
-    float *after_tiles = first < last ? col + tile_rows * (width + spare_width) : NULL;
-    float *dw = own_partial ? after_tiles : jb->out;
-    jb->partial[rank] = dw;
-    if (first < last) {
-        axis ah, aw;
-        kernel_taps(p, offs, offs + p->kernel_h, &ah, &aw);
+    axis ah, aw;
+    kernel_taps(p, offs, offs + p->kernel_h, &ah, &aw);
+    for (int64_t i = rs.s0; i < rs.s1; i++) {
+        int64_t first, last;
+        slice_rows(&rs, i, &first, &last);
         for (int64_t row = first; row < last;) {
             tile tl = {row / plane, p->out_h, p->out_w, row % plane, 0};
             /* NHWC's rows run on into the next image; NCHW's do not */
             const int64_t room = jb->nchw ? plane - tl.first : last - row;
             tl.count = min64(tile_rows, min64(last - row, room));
-            if (weights)
-                weights_tile(jb, &tl, ah, aw, col, row == first ? 0.0f : 1.0f, dw);
-            else
-                forward_tile(jb, &tl, ah, aw, col, col + tile_rows * width);
+            forward_tile(jb, &tl, ah, aw, col, col + tile_rows * width);
             row += tl.count;
         }
-    }
-    if (own_partial) {
-        cm_bar_all(jb->core_mask, 1); /* every partial written */
-        reduce_weights(jb, rank);
     }
     return CG_OK;
 }
@@ -1061,8 +1083,8 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     const cg_plan *p = &jb->plan;
     const int on_rows = data_on_rows(jb);
     data_tables dt;
-    int64_t first, last, co_first, co_last;
-    cg_split_range(p->batch * p->in_h * p->in_w, rank, jb->members, &first, &last);
+    int64_t co_first, co_last;
+    const row_slices rs = row_slices_of(jb, p->batch * p->in_h * p->in_w, GEMM_MIN_ROWS, rank);
     cg_split_range(p->cout, rank, jb->members, &co_first, &co_last);
     const int64_t most_taps = most_taps_per_phase(p->kernel_h, p->dil_h, p->stride_h) *
                               most_taps_per_phase(p->kernel_w, p->dil_w, p->stride_w);
@@ -1070,14 +1092,14 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     const int64_t gathered_width = (jb->nchw ? 1 : p->groups) * most_taps * p->cout_g;
     const int64_t a_floats = on_rows ? (int64_t)cg_rows_a_floats(cg_gemm_blocking_here()) : 0;
     const int64_t tile_rows =
-        on_rows ? rows_tile(jb, last - first)
-                : rows_per_tile(jb, gathered_width + p->cin_g, last - first, GEMM_MIN_ROWS);
+        on_rows ? rows_tile(jb, rs.longest)
+                : rows_per_tile(jb, gathered_width + p->cin_g, rs.longest, GEMM_MIN_ROWS);
     const int64_t ints_h = phase_ints(p->kernel_h, p->stride_h, p->in_h);
     const int64_t ints_w = phase_ints(p->kernel_w, p->stride_w, p->in_w);
     const int64_t tab_ints = on_rows ? 3 * most_taps * tile_rows : 0;
-    int64_t floats = !(first < last) ? 0
-                     : on_rows       ? a_floats + tile_rows * p->cin
-                                     : tile_rows * (gathered_width + p->cin_g);
+    int64_t floats = !(rs.s0 < rs.s1) ? 0
+                     : on_rows        ? a_floats + tile_rows * p->cin
+                                      : tile_rows * (gathered_width + p->cin_g);
     const int64_t weights_at = round_up(floats, LINE_FLOATS);
     floats = weights_at;
     if (rank == 0) /* B's panels for every tap (the phases use at most all) */
@@ -1103,8 +1125,11 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     cm_bar_all(jb->core_mask, 1); /* the weights are packed */
     const data_space sp = on_rows ? (data_space){NULL, mem + a_floats, mem, ints + ints_h + ints_w}
                                   : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL};
-    if (first < last)
+    for (int64_t i = rs.s0; i < rs.s1; i++) {
+        int64_t first, last;
+        slice_rows(&rs, i, &first, &last);
         data_pixels(jb, &dt, first, last, tile_rows, &sp);
+    }
     return CG_OK;
 }
 
@@ -1278,22 +1303,18 @@ add_rows(double *sum, const float *dy, int64_t ld, int64_t r0, int64_t r1, const
 }
 
 /* Sums in double: dy has N*OH*OW terms per channel, too many for float.
- * Each core sums all channels over its share of dy's rows (NHWC: pixels;
- * NCHW: (image, channel) planes, each core its images), reading its part of
+ * dy's rows (NHWC: pixels; NCHW: images, each (image, channel) plane) are
+ * cut into slices by the shape alone (cg_slices_of), and each slice is
+ * summed for all channels by the core that takes it, reading its part of
  * dy once, in order: split by channels, every core would stream all of dy
- * for a few floats of each row. Then each core adds the cores' sums of a
- * block of channels, in core order. */
-static cg_status bias_core(job *jb, int rank, cg_error *err)
+ * for a few floats of each row. Then each core adds the slices' sums of a
+ * block of channels, in slice order: the same bits on every core_mask. */
+enum { BIAS_SLICE_LEAST_ROWS = 32 };
+
+static void bias_slice(const job *jb, int64_t first, int64_t last, double *sum)
 {
     const cg_plan *p = &jb->plan;
     const int64_t plane = p->out_h * p->out_w;
-    int64_t first, last, *unused;
-    cg_split_range(jb->nchw ? p->batch : p->rows, rank, jb->members, &first, &last);
-    float *mem;
-    /* doubles, counted as pairs of floats */
-    if (core_scratch(jb, 0, 2 * p->cout, &unused, &mem, err) != CG_OK)
-        return CG_ERR_NO_MEMORY;
-    double *sum = (double *)mem;
     const float *dy = jb->in0;
     for (int64_t c = 0; c < p->cout; c++)
         sum[c] = 0.0;
@@ -1306,28 +1327,48 @@ static cg_status bias_core(job *jb, int rank, cg_error *err)
                     s += run[i];
                 sum[c] += s;
             }
-    } else {
-        /* a chunk of rows (16 KiB) stays in L1 while each block of 16
-         * channels is summed over it in registers */
-        const int64_t chunk = max64(1, (16 << 10) / (p->cout * (int64_t)sizeof(float)));
-        for (int64_t r0 = first; r0 < last; r0 += chunk) {
-            const int64_t r1 = min64(last, r0 + chunk);
-            for (int64_t c0 = 0; c0 < p->cout; c0 += LINE_FLOATS) {
-                if (p->cout - c0 >= LINE_FLOATS)
-                    add_rows(sum + c0, dy + c0, p->cout, r0, r1, LINE_FLOATS);
-                else
-                    add_rows(sum + c0, dy + c0, p->cout, r0, r1, p->cout - c0);
-            }
+        return;
+    }
+    /* a chunk of rows (16 KiB) stays in L1 while each block of 16 channels
+     * is summed over it in registers */
+    const int64_t chunk = max64(1, (16 << 10) / (p->cout * (int64_t)sizeof(float)));
+    for (int64_t r0 = first; r0 < last; r0 += chunk) {
+        const int64_t r1 = min64(last, r0 + chunk);
+        for (int64_t c0 = 0; c0 < p->cout; c0 += LINE_FLOATS) {
+            if (p->cout - c0 >= LINE_FLOATS)
+                add_rows(sum + c0, dy + c0, p->cout, r0, r1, LINE_FLOATS);
+            else
+                add_rows(sum + c0, dy + c0, p->cout, r0, r1, p->cout - c0);
         }
     }
-    jb->bias_sums[rank] = sum;
-    cm_bar_all(jb->core_mask, 1); /* every core's sums are there */
+}
+
+static cg_status bias_core(job *jb, int rank, cg_error *err)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t units = jb->nchw ? p->batch : p->rows;
+    const int64_t slices = cg_slices_of(units, jb->nchw ? 1 : BIAS_SLICE_LEAST_ROWS,
+                                        p->cout * (int64_t)sizeof(double));
+    int64_t s0, s1, *unused;
+    cg_split_range(slices, rank, jb->members, &s0, &s1);
+    float *mem;
+    /* doubles, counted as pairs of floats */
+    if (core_scratch(jb, 0, 2 * p->cout * (s1 - s0), &unused, &mem, err) != CG_OK)
+        return CG_ERR_NO_MEMORY;
+    for (int64_t i = s0; i < s1; i++) {
+        double *sum = (double *)mem + (i - s0) * p->cout;
+        int64_t first, last;
+        cg_split_range(units, (int)i, (int)slices, &first, &last);
+        bias_slice(jb, first, last, sum);
+        jb->bias_sums[i] = sum;
+    }
+    cm_bar_all(jb->core_mask, 1); /* every slice's sums are there */
     const int64_t blocks = (p->cout + LINE_FLOATS - 1) / LINE_FLOATS;
     int64_t b0, b1;
     cg_split_range(blocks, rank, jb->members, &b0, &b1);
     for (int64_t c = b0 * LINE_FLOATS; c < min64(p->cout, b1 * LINE_FLOATS); c++) {
         double total = 0.0;
-        for (int k = 0; k < jb->members; k++)
+        for (int64_t k = 0; k < slices; k++)
             total += jb->bias_sums[k][c];
         jb->out[c] = (float)total;
     }
@@ -1352,8 +1393,7 @@ static int depthwise_nhwc(const job *jb)
 static int grouped_nhwc(const job *jb)
 {
     const cg_plan *p = &jb->plan;
-    return !jb->nchw && p->groups > 1 && p->cin_g == p->cout_g && p->cin_g > 1 &&
-           p->cin_g <= CG_GROUPED_MOST;
+    return !jb->nchw && cg_grouped_few(p) && p->cin_g > 1;
 }
 
 /* Weights by tap and partner, [tap][j][channel], as the pixel kernels read
@@ -1549,31 +1589,6 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
     return CG_OK;
 }
 
-/* The weight gradient with the operator's depthwise kernel (dilation 1),
- * into per-core partials [channel][tap]. */
-static cg_status depthwise_weights_core(job *jb, int rank, cg_error *err)
-{
-    const cg_plan *p = &jb->plan;
-    const int64_t block = min64(p->cout, CG_DEPTHWISE_MAX_BLOCK);
-    int64_t first, last, *unused;
-    float *acc;
-    cg_split_range(p->rows, rank, jb->members, &first, &last);
-    const int own_partial = jb->members > 1;
-    int64_t floats = first < last ? p->taps * block + (own_partial ? (int64_t)p->dw_elems : 0) : 0;
-    if (core_scratch(jb, 0, floats, &unused, &acc, err) != CG_OK)
-        return CG_ERR_NO_MEMORY;
-    float *dw = !own_partial ? jb->out : first < last ? acc + p->taps * block : NULL;
-    jb->partial[rank] = dw;
-    for (int64_t c0 = 0; first < last && c0 < p->cout; c0 += block)
-        cg_depthwise_rows(p, jb->in1, jb->in0, c0, min64(p->cout, c0 + block), first, last, acc,
-                          dw + c0 * p->taps);
-    if (own_partial) {
-        cm_bar_all(jb->core_mask, 1); /* every partial written */
-        reduce_weights(jb, rank);
-    }
-    return CG_OK;
-}
-
 /* ---- entry points ------------------------------------------------------ */
 
 static void core_entry(void *arg)
@@ -1591,10 +1606,7 @@ static void core_entry(void *arg)
                                   : output_pixels_core(jb, rank, err);
         break;
     case CG_CONV2D_BACKWARD_WEIGHTS:
-        if (depthwise && jb->plan.path == CG_PATH_DEPTHWISE)
-            s = depthwise_weights_core(jb, rank, err);
-        else
-            s = jb->nchw ? output_pixels_core(jb, rank, err) : weights_nhwc_core(jb, rank, err);
+        s = jb->nchw ? weights_nchw_core(jb, rank, err) : cg_weights_core(&jb->weights, rank, err);
         break;
     case CG_CONV2D_BACKWARD_DATA:
         s = by_pixel              ? depthwise_core(jb, rank, err)
@@ -1649,6 +1661,15 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
     if (core_mask == 0)
         return cg_fail(err, CG_ERR_CORE_MASK, "core_mask is 0");
     jb.members = GetCoreNum(core_mask);
+    if (op == CG_CONV2D_BACKWARD_WEIGHTS && !jb.nchw) /* fp32 OHWI dw: the operator's */
+        jb.weights = (cg_weights_call){.plan = jb.plan,
+                                       .dy = in1,
+                                       .x = in0,
+                                       .out_dw = out,
+                                       .overwrite = 1,
+                                       .kc_forced = tile_rows,
+                                       .core_mask = core_mask,
+                                       .core_num = jb.members};
     s = cm_run(core_mask, core_entry, &jb, err);
     return s != CG_OK ? s : jb.status;
 }

@@ -6,6 +6,7 @@
 
 #include "core_mask/core_mask_internal.h"
 #include "fp16.h"
+#include "grad_filter.h"
 #include "kernels.h"
 #include "plan.h"
 #include "reduce/reduce.h"
@@ -19,12 +20,9 @@ enum { REDUCE_UNIT = 16 };
 /* Per-core depthwise accumulators of `_s` stay near this size (bytes). */
 enum { DEPTHWISE_ACC_TARGET_BYTES = 256 << 10 };
 
+/* The operator's call: the shared part, and how the launch went. */
 typedef struct call {
-    cg_plan plan;
-    const void *dy, *x, *bias;
-    void *out_dw;
-    float *workspace;
-    int core_mask, core_num;
+    cg_weights_call w;
     cg_status status; /* of the whole launch (host mode), set by logical core 0 */
     cg_error *err;    /* the caller's: logical core 0 says there what failed */
 } call;
@@ -39,7 +37,7 @@ static int64_t max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
-static float bias_of_row(const call *c, int64_t row)
+static float bias_of_row(const cg_weights_call *c, int64_t row)
 {
     if (!c->bias)
         return 0.0f;
@@ -50,9 +48,10 @@ static float bias_of_row(const call *c, int64_t row)
     return cg_half_to_float(h);
 }
 
-/* out_dw[first + i] += sum[i] + bias[row], i < n: the only writes to out_dw.
- * fp16 output is converted once, from float(out) + sum + bias. */
-static void finish_into_out(const call *c, size_t first, const float *sum, size_t n)
+/* out_dw[first + i] += sum[i] + bias[row] (overwrite: =), i < n: the only
+ * writes to out_dw. fp16 output is converted once, from float(out) + sum +
+ * bias. */
+static void finish_into_out(const cg_weights_call *c, size_t first, const float *sum, size_t n)
 {
     float add[CHUNK], old[CHUNK];
     const size_t row_len = (size_t)c->plan.row_len;
@@ -68,7 +67,7 @@ static void finish_into_out(const call *c, size_t first, const float *sum, size_
         if (c->plan.dtype_size == sizeof(float)) {
             float *out = (float *)c->out_dw + e;
             for (size_t i = 0; i < m; i++)
-                out[i] += add[i];
+                out[i] = c->overwrite ? add[i] : out[i] + add[i];
         } else {
             unsigned char *out = (unsigned char *)c->out_dw + 2 * e;
             cg_halves_to_floats(old, out, m);
@@ -90,25 +89,61 @@ static cg_status validate(const void *dy, const void *x, const void *out_dw, con
     return s != CG_OK ? s : cg_plan_check(p, dtype_size, &cg_operator_words, plan, err);
 }
 
-/* ---- `_s`: one core's share ------------------------------------------ */
+/* ---- the shares of the sum (plan.h: cut by the shape alone) ---------- */
 
-static int64_t depthwise_block(const cg_plan *p, int64_t budget_floats)
+static cg_dw_block whole_dw(const cg_plan *p)
 {
-    int64_t block = budget_floats / p->taps;
+    return (cg_dw_block){0, p->groups, 0, p->cout_g, 0, p->row_len};
+}
+
+/* Channels a depthwise block (its accumulators near the target size). */
+static int64_t depthwise_block(const cg_plan *p)
+{
+    int64_t block = DEPTHWISE_ACC_TARGET_BYTES / (int64_t)sizeof(float) / p->taps;
     block = min64(block, min64(p->cout, CG_DEPTHWISE_MAX_BLOCK));
     return block < 1 ? 1 : block;
 }
 
-typedef struct shared_share {
-    int by_columns;      /* see cg_split_by_columns */
-    int64_t first, last; /* rows of the sum, or column units */
-    int64_t tile_rows;   /* general path: rows of the sum a pass */
-    int64_t block;       /* depthwise path: channels per block */
-    size_t scratch_bytes;
-} shared_share;
+/* Rows a pass of the general path: one number for the shape, whichever
+ * core runs which part, since a pass is a step of every sum's order. */
+static int64_t pass_rows(const cg_weights_call *c, int64_t slices)
+{
+    const cg_plan *p = &c->plan;
+    const int64_t slice_rows = (p->rows + slices - 1) / slices;
+    if (c->kc_forced > 0)
+        return min64(c->kc_forced, slice_rows);
+    const cg_dw_block all = whole_dw(p);
+    return cg_general_rows_per_pass(&all, slice_rows);
+}
 
-/* The next block of dw among this core's column units [*unit, last): part of
- * one group's rows, or whole groups when a unit is a whole group. */
+/* out_dw itself where the general path may add its sums straight into it
+ * (fp32, no bias: what finish_into_out would do), else NULL: staging the
+ * sums and adding them in a second pass costs a read and a write of all of
+ * dw, which for a dw larger than L2 is 5-10% of the call. */
+static float *direct_out(const cg_weights_call *c)
+{
+    const int direct =
+        c->plan.dtype_size == sizeof(float) && c->bias == NULL && c->plan.path != CG_PATH_DEPTHWISE;
+    return direct ? (float *)c->out_dw : NULL;
+}
+
+/* The beta of a sum added straight into out_dw. */
+static float direct_beta(const cg_weights_call *c)
+{
+    return c->overwrite ? 0.0f : 1.0f;
+}
+
+typedef struct share {
+    int by_columns;
+    int64_t slices;      /* of the whole sum (1 when by columns) */
+    int64_t first, last; /* this core's column units, or slices */
+    int64_t kc;          /* general path: rows a pass */
+    int64_t pack_floats; /* the packing's (or depthwise accumulators') scratch */
+    int64_t part_floats; /* then this core's slices' partials */
+} share;
+
+/* The next block of dw among column units [*unit, last): part of one
+ * group's row, or whole groups when a unit is a whole group. */
 static cg_dw_block next_column_block(const cg_plan *p, int64_t *unit, int64_t last)
 {
     const int64_t width = cg_column_unit(p), per_group = (p->row_len + width - 1) / width;
@@ -124,143 +159,142 @@ static cg_dw_block next_column_block(const cg_plan *p, int64_t *unit, int64_t la
     return part;
 }
 
-static shared_share plan_column_share(const cg_plan *p, int rank, int members)
+/* Packing scratch for the blocks of column units [first, last). */
+static int64_t columns_pack_floats(const cg_plan *p, int64_t kc, int64_t first, int64_t last)
 {
-    shared_share s = {.by_columns = 1};
-    cg_split_range(cg_column_units(p), rank, members, &s.first, &s.last);
-    int64_t scratch = 0;
-    for (int64_t u = s.first; u < s.last;) { /* the widest block sets the passes */
-        cg_dw_block b = next_column_block(p, &u, s.last);
-        s.tile_rows = max64(s.tile_rows, cg_general_rows_per_pass(&b, p->rows));
+    int64_t most = 0;
+    for (int64_t u = first; u < last;) {
+        cg_dw_block b = next_column_block(p, &u, last);
+        most = max64(most, cg_general_scratch_floats(p, kc, &b));
     }
-    for (int64_t u = s.first; u < s.last;) {
-        cg_dw_block b = next_column_block(p, &u, s.last);
-        scratch = max64(scratch, cg_general_scratch_floats(p, s.tile_rows, &b));
-    }
-    s.scratch_bytes = (size_t)scratch * sizeof(float);
-    return s;
+    return most;
 }
 
-static shared_share plan_share(const cg_plan *p, int rank, int members)
+/* The slices [s->first, s->last) need no partial when there is one slice
+ * and its sums go straight into out_dw. */
+static int whole_into_out(const cg_weights_call *c, const share *s)
 {
-    if (cg_split_by_columns(p, members))
-        return plan_column_share(p, rank, members);
-    shared_share s = {0};
-    cg_split_range(p->rows, rank, members, &s.first, &s.last);
-    if (s.first == s.last)
-        return s;
-    if (p->path == CG_PATH_DEPTHWISE) {
-        s.block = depthwise_block(p, DEPTHWISE_ACC_TARGET_BYTES / (int64_t)sizeof(float));
-        s.scratch_bytes = (size_t)(p->taps * s.block) * sizeof(float);
-    } else {
-        const cg_dw_block all = {0, p->groups, 0, p->cout_g, 0, p->row_len};
-        s.tile_rows = cg_general_rows_per_pass(&all, s.last - s.first);
-        s.scratch_bytes = (size_t)cg_general_scratch_floats(p, s.tile_rows, &all) * sizeof(float);
-    }
-    return s;
+    return s->slices == 1 && direct_out(c);
 }
 
-static void compute_partial(const call *c, const shared_share *s, float *scratch, float *partial)
+static share plan_share(const cg_weights_call *c, int rank, int members)
 {
     const cg_plan *p = &c->plan;
+    share s = {.by_columns = cg_split_by_columns(p), .slices = cg_sum_slices(p)};
+    s.kc = pass_rows(c, s.slices);
+    cg_split_range(s.by_columns ? cg_column_units(p) : s.slices, rank, members, &s.first, &s.last);
+    if (s.by_columns) {
+        s.pack_floats = columns_pack_floats(p, s.kc, s.first, s.last);
+    } else if (s.first < s.last) {
+        const cg_dw_block all = whole_dw(p);
+        s.pack_floats = p->path == CG_PATH_DEPTHWISE ? p->taps * depthwise_block(p)
+                                                     : cg_general_scratch_floats(p, s.kc, &all);
+        s.part_floats = whole_into_out(c, &s) ? 0 : (s.last - s.first) * (int64_t)p->dw_elems;
+    }
+    return s;
+}
+
+static size_t share_bytes(const share *s)
+{
+    return (size_t)(s->pack_floats + s->part_floats) * sizeof(float);
+}
+
+/* Slice i's sum, from zero, into dst: dw over rows cut i of `slices`. */
+static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, float *scratch,
+                      float beta, float *dst)
+{
+    const cg_plan *p = &c->plan;
+    int64_t r0, r1;
+    cg_split_range(p->rows, (int)i, (int)s->slices, &r0, &r1);
     if (p->path == CG_PATH_DEPTHWISE) {
-        for (int64_t c0 = 0; c0 < p->cout; c0 += s->block) {
-            int64_t c1 = min64(p->cout, c0 + s->block);
-            cg_depthwise_rows(p, c->dy, c->x, c0, c1, s->first, s->last, scratch,
-                              partial + c0 * p->taps);
-        }
+        const int64_t block = depthwise_block(p);
+        for (int64_t c0 = 0; c0 < p->cout; c0 += block)
+            cg_depthwise_rows(p, c->dy, c->x, c0, min64(p->cout, c0 + block), r0, r1, scratch,
+                              dst + c0 * p->taps);
         return;
     }
-    const cg_dw_block all = {0, p->groups, 0, p->cout_g, 0, p->row_len};
-    cg_general_rows(p, c->dy, c->x, &all, s->first, s->last, s->tile_rows, scratch, 0.0f, partial);
+    const cg_dw_block all = whole_dw(p);
+    cg_general_rows(p, c->dy, c->x, &all, r0, r1, s->kc, scratch, beta, dst);
 }
 
-/* out_dw itself where the general path may add its sums straight into it
- * (fp32, no bias: what finish_into_out would do), else NULL: staging the
- * sums and adding them in a second pass costs a read and a write of all of
- * dw, which for a dw larger than L2 is 5-10% of the call. */
-static float *direct_out(const call *c)
-{
-    const int direct =
-        c->plan.dtype_size == sizeof(float) && c->bias == NULL && c->plan.path != CG_PATH_DEPTHWISE;
-    return direct ? (float *)c->out_dw : NULL;
-}
-
-/* By columns: this core's blocks of dw over every row of the sum, staged in
- * its own partial at their places in dw, then finished into out_dw (or
- * added straight into it: direct_out). */
-static void compute_and_finish_columns(const call *c, const shared_share *s, float *scratch,
-                                       float *partial)
+/* By columns: this core's blocks of dw over every row of the sum, added
+ * straight into out_dw (direct_out), or staged at their places in
+ * `staging` (a dw) and finished from there. */
+static void columns_share(const cg_weights_call *c, const share *s, float *scratch, float *staging)
 {
     const cg_plan *p = &c->plan;
     float *direct = direct_out(c);
     for (int64_t u = s->first; u < s->last;) {
         cg_dw_block b = next_column_block(p, &u, s->last);
+        const int64_t at = b.group_first * p->cout_g * p->row_len;
         if (direct) {
-            cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s->tile_rows, scratch, 1.0f,
-                            direct + b.group_first * p->cout_g * p->row_len);
+            cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s->kc, scratch, direct_beta(c),
+                            direct + at);
             continue;
         }
-        cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s->tile_rows, scratch, 0.0f,
-                        partial + b.group_first * p->cout_g * p->row_len);
+        cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s->kc, scratch, 0.0f, staging + at);
         for (int64_t row = b.group_first * p->cout_g; row < b.group_last * p->cout_g; row++) {
             size_t e = (size_t)(row * p->row_len + b.col_first);
-            finish_into_out(c, e, partial + e, (size_t)(b.col_last - b.col_first));
+            finish_into_out(c, e, staging + e, (size_t)(b.col_last - b.col_first));
         }
     }
 }
 
-/* Sums the partials of the cores that had rows into this core's slice of
- * out_dw, in core order. */
-static void reduce_slice(const call *c, int rank)
+/* Sums the slices' partials into this core's part of out_dw, in slice
+ * order. Each slice's partial is in its core's scratch, after the packing
+ * space that core's share needs. */
+static void reduce_slices(const cg_weights_call *c, const share *s, int rank)
 {
-    const cg_plan *p = &c->plan;
-    int parts = (int)min64(c->core_num, p->rows); /* cores past `rows` had no rows */
-    const float *part[32];
-    for (int i = 0; i < parts; i++)
-        part[i] = c->workspace + (size_t)i * p->dw_elems;
+    const float *part[CG_MAX_SLICES];
+    for (int r = 0; r < c->core_num; r++) {
+        const share o = plan_share(c, r, c->core_num);
+        for (int64_t i = o.first; i < o.last; i++)
+            part[i] = (const float *)cm_scratch_of(c->core_mask, r) + o.pack_floats +
+                      (i - o.first) * (int64_t)c->plan.dw_elems;
+    }
     size_t begin, end;
     float sum[CHUNK];
-    cg_reduce_slice(p->dw_elems, REDUCE_UNIT, rank, c->core_num, &begin, &end);
+    cg_reduce_slice(c->plan.dw_elems, REDUCE_UNIT, rank, c->core_num, &begin, &end);
     for (size_t e = begin; e < end; e += CHUNK) {
         size_t stop = end - e < CHUNK ? end : e + CHUNK;
-        cg_reduce_partials(sum, part, parts, e, stop);
+        cg_reduce_partials(sum, part, (int)s->slices, e, stop);
         finish_into_out(c, e, sum, stop - e);
     }
 }
 
-static cg_status shared_core(const call *c, int rank, cg_error *err)
+cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err)
 {
     const cg_plan *p = &c->plan;
-    shared_share s = plan_share(p, rank, c->core_num);
+    const share s = plan_share(c, rank, c->core_num);
     void *mem;
     /* every core agrees before anything is written */
-    if (cm_scratch_all(c->core_mask, s.scratch_bytes, &mem, err) != CG_OK)
+    if (cm_scratch_all(c->core_mask, share_bytes(&s), &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     float *scratch = mem;
-    float *partial = c->workspace + (size_t)rank * p->dw_elems;
     if (s.by_columns) {
-        compute_and_finish_columns(c, &s, scratch, partial);
-    } else if (c->core_num == 1 && direct_out(c)) { /* no partial to reduce */
-        const cg_dw_block all = {0, p->groups, 0, p->cout_g, 0, p->row_len};
-        cg_general_rows(p, c->dy, c->x, &all, s.first, s.last, s.tile_rows, scratch, 1.0f,
-                        direct_out(c));
-    } else {
+        columns_share(c, &s, scratch, c->workspace + (size_t)rank * p->dw_elems);
+    } else if (whole_into_out(c, &s)) {
         if (s.first < s.last)
-            compute_partial(c, &s, scratch, partial);
-        cm_bar_all(c->core_mask, 1); /* all partials written */
-        reduce_slice(c, rank);
+            sum_slice(c, &s, 0, scratch, direct_beta(c), direct_out(c));
+    } else {
+        for (int64_t i = s.first; i < s.last; i++)
+            sum_slice(c, &s, i, scratch, 0.0f,
+                      scratch + s.pack_floats + (i - s.first) * (int64_t)p->dw_elems);
+        cm_bar_all(c->core_mask, 1); /* every slice's partial written */
+        reduce_slices(c, &s, rank);
     }
-    cm_bar_all(c->core_mask, 1); /* out_dw complete, partials free to reuse */
+    cm_bar_all(c->core_mask, 1); /* out_dw complete, scratch free to reuse */
     return CG_OK;
 }
+
+/* ---- `_s` ------------------------------------------------------------- */
 
 static void shared_entry(void *arg)
 {
     call *c = arg;
-    int rank = GetLogicCoreId(c->core_mask, get_core_id());
+    int rank = GetLogicCoreId(c->w.core_mask, get_core_id());
     cg_error mine; /* the other cores' copy of the same error */
-    cg_status s = shared_core(c, rank, rank == 0 ? c->err : &mine);
+    cg_status s = cg_weights_core(&c->w, rank, rank == 0 ? c->err : &mine);
     if (rank == 0)
         c->status = s;
 }
@@ -269,14 +303,15 @@ static cg_status grad_filter_shared(const void *dy, const void *x, void *out_dw,
                                     const ConvParameter *p, int core_mask, size_t dtype_size,
                                     cg_error *err)
 {
-    call c = {.dy = dy, .x = x, .bias = bias, .out_dw = out_dw, .core_mask = core_mask, .err = err};
-    cg_status s = validate(dy, x, out_dw, p, dtype_size, &c.plan, err);
+    call c = {.w = {.dy = dy, .x = x, .bias = bias, .out_dw = out_dw, .core_mask = core_mask},
+              .err = err};
+    cg_status s = validate(dy, x, out_dw, p, dtype_size, &c.w.plan, err);
     if (s != CG_OK)
         return s;
     if (core_mask == 0)
         return cg_fail(err, CG_ERR_CORE_MASK, "core_mask is 0");
-    c.workspace = p->workspace_;
-    c.core_num = GetCoreNum(core_mask);
+    c.w.workspace = p->workspace_;
+    c.w.core_num = GetCoreNum(core_mask);
     int id = get_core_id();
     if (id < 0) { /* host mode: run the cores ourselves */
         s = cm_run(core_mask, shared_entry, &c, err);
@@ -291,7 +326,7 @@ static cg_status grad_filter_shared(const void *dy, const void *x, void *out_dw,
                        (unsigned)core_mask, (unsigned)outside, (unsigned)launch);
     if (!((uint32_t)core_mask & (1u << id)))
         return CG_OK; /* this core is not one of core_mask's */
-    return shared_core(&c, GetLogicCoreId(core_mask, id), err);
+    return cg_weights_core(&c.w, GetLogicCoreId(core_mask, id), err);
 }
 
 CG_API size_t cg_grad_filter_scratch_bytes(const ConvParameter *p, int core_mask)
@@ -299,61 +334,84 @@ CG_API size_t cg_grad_filter_scratch_bytes(const ConvParameter *p, int core_mask
     size_t most = 0;
     int members = GetCoreNum(core_mask);
     for (size_t dtype_size = 2; dtype_size <= 4; dtype_size += 2) {
-        cg_plan plan;
-        if (core_mask == 0 || cg_plan_make(p, dtype_size, &plan) != CG_OK)
+        cg_weights_call c = {.overwrite = 0};
+        if (core_mask == 0 || cg_plan_make(p, dtype_size, &c.plan) != CG_OK)
             return 0;
-        for (int rank = 0; rank < members; rank++) {
-            size_t bytes = plan_share(&plan, rank, members).scratch_bytes;
-            most = bytes > most ? bytes : most;
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            c.bias = with_bias ? p : NULL; /* only whether there is one matters */
+            for (int rank = 0; rank < members; rank++) {
+                size_t bytes = share_bytes((share[]){plan_share(&c, rank, members)});
+                most = bytes > most ? bytes : most;
+            }
         }
     }
     return most;
 }
 
-/* ---- `_p`: one core, everything staged inside buffer_size_ floats ------ */
+/* ---- `_p`: one core, the same sums in the same order ------------------ */
 
-static void grad_filter_private_depthwise(const call *c)
+/* By slices: each slice's sum in turn, added to the running total (the
+ * order of reduce_slices), then finished; or the one slice straight into
+ * out_dw. */
+static cg_status private_slices(const cg_weights_call *c, cg_error *err)
 {
     const cg_plan *p = &c->plan;
-    int64_t block = depthwise_block(p, p->budget_floats / 2);
-    float *acc = c->workspace, *sums = c->workspace + p->taps * block;
-    for (int64_t c0 = 0; c0 < p->cout; c0 += block) {
-        int64_t c1 = min64(p->cout, c0 + block);
-        cg_depthwise_rows(p, c->dy, c->x, c0, c1, 0, p->rows, acc, sums);
-        finish_into_out(c, (size_t)(c0 * p->taps), sums, (size_t)((c1 - c0) * p->taps));
-    }
-}
-
-/* The float sums of a block of output channels in the workspace (as many
- * as buffer_size_ floats hold), or straight in out_dw (direct_out); the
- * packing in the thread's own space. */
-static cg_status grad_filter_private_general(const call *c, cg_error *err)
-{
-    const cg_plan *p = &c->plan;
-    float *direct = direct_out(c);
-    const int64_t block = direct ? p->cout_g : min64(p->cout_g, p->budget_floats / p->row_len);
-    /* whole groups a pass, as many as the budget holds */
-    const int64_t group_floats = p->cout_g * p->row_len;
-    const int64_t together = direct             ? p->groups
-                             : block < p->cout_g ? 1
-                                                 : min64(p->groups, p->budget_floats / group_floats);
-    const cg_dw_block widest = {0, together, 0, block, 0, p->row_len};
-    const int64_t kc = cg_general_rows_per_pass(&widest, p->rows);
-    const size_t floats = (size_t)cg_general_scratch_floats(p, kc, &widest);
-    float *acc = c->workspace, *scratch = floats ? cg_thread_floats(floats) : NULL;
-    if (floats && scratch == NULL)
-        return cg_fail(err, CG_ERR_NO_MEMORY, "could not allocate %zu bytes of packing space",
+    const share s = plan_share(c, 0, 1);
+    const int64_t part = whole_into_out(c, &s) ? 0 : (int64_t)p->dw_elems;
+    const size_t floats = (size_t)(s.pack_floats + part * (s.slices > 1 ? 2 : 1));
+    float *scratch = cg_thread_floats(floats);
+    if (scratch == NULL)
+        return cg_fail(err, CG_ERR_NO_MEMORY, "could not allocate %zu bytes of scratch",
                        floats * sizeof(float));
-    if (direct) {
-        cg_general_rows(p, c->dy, c->x, &widest, 0, p->rows, kc, scratch, 1.0f, direct);
+    if (part == 0) {
+        sum_slice(c, &s, 0, scratch, direct_beta(c), direct_out(c));
         return CG_OK;
     }
+    float *total = scratch + s.pack_floats, *next = total + part;
+    sum_slice(c, &s, 0, scratch, 0.0f, total);
+    for (int64_t i = 1; i < s.slices; i++) {
+        sum_slice(c, &s, i, scratch, 0.0f, next);
+        for (size_t e = 0; e < p->dw_elems; e++)
+            total[e] += next[e];
+    }
+    finish_into_out(c, 0, total, p->dw_elems);
+    return CG_OK;
+}
+
+/* By columns: straight into out_dw (direct_out) in one go; or blocks of
+ * whole rows of dw, as many as the budget stages (whole groups where the
+ * grouped kernels take them, in the thread's scratch if one is more than
+ * the budget), each finished from there. A block's sums are those of `_s`:
+ * no sum depends on which rows or columns share its block. */
+static cg_status private_columns(const cg_weights_call *c, cg_error *err)
+{
+    const cg_plan *p = &c->plan;
+    const share s = plan_share(c, 0, 1);
+    const int64_t budget = p->budget_floats, group_floats = p->cout_g * p->row_len;
+    const int64_t block =
+        cg_grouped_few(p) ? p->cout_g : min64(p->cout_g, max64(1, budget / p->row_len));
+    const int64_t together =
+        block < p->cout_g ? 1 : min64(p->groups, max64(1, budget / group_floats));
+    const cg_dw_block widest = {0, together, 0, block, 0, p->row_len};
+    const int64_t pack =
+        direct_out(c) ? s.pack_floats : cg_general_scratch_floats(p, s.kc, &widest);
+    const int64_t staged = together * block * p->row_len;
+    const int64_t own = !direct_out(c) && staged > budget ? staged : 0;
+    float *scratch = cg_thread_floats((size_t)(pack + own));
+    if (scratch == NULL && pack + own > 0)
+        return cg_fail(err, CG_ERR_NO_MEMORY, "could not allocate %zu bytes of scratch",
+                       (size_t)(pack + own) * sizeof(float));
+    if (direct_out(c)) {
+        columns_share(c, &s, scratch, NULL);
+        return CG_OK;
+    }
+    float *stage = own ? scratch + pack : c->workspace;
     for (int64_t g = 0; g < p->groups; g += together)
         for (int64_t co0 = 0; co0 < p->cout_g; co0 += block) {
             const int64_t co1 = min64(p->cout_g, co0 + block), g1 = min64(p->groups, g + together);
-            const cg_dw_block blk = {g, g1, co0, co1, 0, p->row_len};
-            cg_general_rows(p, c->dy, c->x, &blk, 0, p->rows, kc, scratch, 0.0f, acc);
-            finish_into_out(c, (size_t)((g * p->cout_g + co0) * p->row_len), acc,
+            const cg_dw_block b = {g, g1, co0, co1, 0, p->row_len};
+            cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s.kc, scratch, 0.0f, stage);
+            finish_into_out(c, (size_t)((g * p->cout_g + co0) * p->row_len), stage,
                             (size_t)((g1 - g) * (co1 - co0) * p->row_len));
         }
     return CG_OK;
@@ -362,15 +420,12 @@ static cg_status grad_filter_private_general(const call *c, cg_error *err)
 static cg_status grad_filter_private(const void *dy, const void *x, void *out_dw, const void *bias,
                                      const ConvParameter *p, size_t dtype_size, cg_error *err)
 {
-    call c = {.dy = dy, .x = x, .bias = bias, .out_dw = out_dw, .core_num = 1};
+    cg_weights_call c = {.dy = dy, .x = x, .bias = bias, .out_dw = out_dw, .core_num = 1};
     cg_status s = validate(dy, x, out_dw, p, dtype_size, &c.plan, err);
     if (s != CG_OK)
         return s;
     c.workspace = p->workspace_;
-    if (c.plan.path != CG_PATH_DEPTHWISE)
-        return grad_filter_private_general(&c, err);
-    grad_filter_private_depthwise(&c);
-    return CG_OK;
+    return cg_split_by_columns(&c.plan) ? private_columns(&c, err) : private_slices(&c, err);
 }
 
 /* ---- Public entry points ---------------------------------------------- */

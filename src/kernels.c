@@ -81,9 +81,8 @@ static int groups_together(const cg_plan *p, const cg_dw_block *blk, const cg_ge
  * rather than packed GEMMs of a few floats a row. */
 static int grouped_few(const cg_plan *p, const cg_dw_block *blk)
 {
-    return p->groups > 1 && p->cin_g == p->cout_g && p->cin_g <= CG_GROUPED_MOST &&
-           blk->co_first == 0 && blk->co_last == p->cout_g && blk->col_first == 0 &&
-           blk->col_last == p->row_len;
+    return cg_grouped_few(p) && blk->co_first == 0 && blk->co_last == p->cout_g &&
+           blk->col_first == 0 && blk->col_last == p->row_len;
 }
 
 /* The A panels (a multiple of mr floats a step) and a B micro-panel, or each
@@ -266,8 +265,8 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     const cg_kernel_context *k = cg_kernels();
     if (grouped_few(plan, blk)) {
-        k->grouped_rows(plan, dy, x, blk->group_first * plan->cin_g,
-                        blk->group_last * plan->cin_g, first, last, beta, dst);
+        k->grouped_rows(plan, dy, x, blk->group_first * plan->cin_g, blk->group_last * plan->cin_g,
+                        first, last, beta, dst);
         return;
     }
     const int64_t mr = bl->mr, nr = bl->nr;

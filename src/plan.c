@@ -5,10 +5,11 @@
 
 /* Per-core im2col scratch of `_s` stays near this size (bytes). */
 enum { SHARED_TILE_TARGET_BYTES = 2 << 20 };
-/* Columns split among cores in chunks of whole vectors of the GEMM kernels,
- * and only when each core gets enough chunks that one more or less matters
- * little (at most 1/8 of its work). */
-enum { COLUMN_CHUNK = 16, COLUMN_UNITS_PER_CORE = 8 };
+/* Column units are 16 floats (a cache line) of dw; the sum is split by
+ * columns from 16 units (8 a core on 2 cores) up. */
+enum { COLUMN_CHUNK = 16, COLUMN_UNITS_LEAST = 16 };
+/* A slice of the sum is at least this many rows: a few passes. */
+enum { SLICE_LEAST_ROWS = 512 };
 
 static int mul_ok(size_t a, size_t b, size_t *out)
 {
@@ -232,9 +233,15 @@ int64_t cg_shared_tile_rows(int64_t tile_width, int64_t rows_of_core)
     return t < rows_of_core ? t : rows_of_core;
 }
 
+int cg_grouped_few(const cg_plan *plan)
+{
+    return plan->groups > 1 && plan->cin_g == plan->cout_g && plan->cin_g <= CG_GROUPED_MOST;
+}
+
 int64_t cg_column_unit(const cg_plan *plan)
 {
-    return plan->row_len >= 4 * COLUMN_CHUNK ? COLUMN_CHUNK : plan->row_len;
+    const int whole = plan->row_len < 4 * COLUMN_CHUNK || cg_grouped_few(plan);
+    return whole ? plan->row_len : COLUMN_CHUNK;
 }
 
 int64_t cg_column_units(const cg_plan *plan)
@@ -243,10 +250,30 @@ int64_t cg_column_units(const cg_plan *plan)
     return plan->groups * ((plan->row_len + unit - 1) / unit);
 }
 
-int cg_split_by_columns(const cg_plan *plan, int members)
+int cg_split_by_columns(const cg_plan *plan)
 {
-    return plan->path != CG_PATH_DEPTHWISE && members > 1 &&
-           cg_column_units(plan) >= COLUMN_UNITS_PER_CORE * members;
+    return plan->path != CG_PATH_DEPTHWISE && cg_column_units(plan) >= COLUMN_UNITS_LEAST;
+}
+
+int64_t cg_slices_of(int64_t units, int64_t least, int64_t bytes_each)
+{
+    int64_t most = units / (least > 0 ? least : 1);
+    if (bytes_each > 0 && CG_SLICES_MOST_BYTES / bytes_each < most)
+        most = CG_SLICES_MOST_BYTES / bytes_each;
+    int64_t slices = 1;
+    while (2 * slices <= most && 2 * slices <= CG_MAX_SLICES)
+        slices *= 2;
+    return slices;
+}
+
+int64_t cg_row_slices(const cg_plan *plan)
+{
+    return cg_slices_of(plan->rows, SLICE_LEAST_ROWS, (int64_t)(plan->dw_elems * sizeof(float)));
+}
+
+int64_t cg_sum_slices(const cg_plan *plan)
+{
+    return cg_split_by_columns(plan) ? 1 : cg_row_slices(plan);
 }
 
 CG_API size_t cg_grad_filter_workspace_bytes(const ConvParameter *p, int core_mask,

@@ -72,15 +72,36 @@ cg_status cg_plan_make(const ConvParameter *p, size_t dtype_size, cg_plan *plan)
 /* Name of a path, for messages and benchmarks. */
 const char *cg_path_name(cg_path path);
 
-/* How `_s` shares the work among `members` cores: by columns of dw's rows
- * when there are enough to balance (each core then owns its part of dw:
- * no partial sums, no reduction), else by rows of the long sum (partials,
- * then a reduction). */
-int cg_split_by_columns(const cg_plan *plan, int members);
+/* The weight gradient's long sum is cut by the shape alone, never by the
+ * core_mask, so every mask gives the same bits (and `_p` those of `_s`):
+ * - by columns, where dw's rows are long enough to balance: each core owns
+ *   column units of dw and sums them over every row of the sum, in passes
+ *   fixed by the shape; no partial, no reduction;
+ * - else by slices: the rows of the sum are cut into cg_sum_slices()
+ *   slices, each summed from zero into its own partial dw, and the
+ *   partials are added in slice order. Cores take whole slices. */
+int cg_split_by_columns(const cg_plan *plan);
+/* Slices of the sum (a power of two, 1 to CG_MAX_SLICES; 1 when by
+ * columns): each at least a few passes long, and all their partials
+ * together within CG_SLICES_MOST_BYTES. */
+int64_t cg_sum_slices(const cg_plan *plan);
+/* The slices the rows of the sum would be cut into if not by columns (the
+ * NCHW weight gradient's, which is never by columns). */
+int64_t cg_row_slices(const cg_plan *plan);
+/* A power of two of slices of `units` things, each at least `least` of
+ * them, the slices' partials (`bytes_each`) within CG_SLICES_MOST_BYTES. */
+int64_t cg_slices_of(int64_t units, int64_t least, int64_t bytes_each);
+enum { CG_MAX_SLICES = 32, CG_SLICES_MOST_BYTES = 32 << 20 };
 /* Column units: 16-column chunks of each group's row, or whole groups when
- * rows are short; unit u is group u / (units per group). */
+ * rows are short or a group is a few channels (the grouped kernels take
+ * whole groups); unit u is group u / (units per group). */
 int64_t cg_column_unit(const cg_plan *plan);
 int64_t cg_column_units(const cg_plan *plan);
+/* Whole groups of a few channels each, as many in as out: the grouped
+ * kernels' shifted sums rather than GEMMs of a few floats a row. */
+int cg_grouped_few(const cg_plan *plan);
+/* Most channels a group the grouped kernels take (kernels/list.h). */
+enum { CG_GROUPED_MOST = 8 };
 
 /* [*first, *last) of `total` items (rows of the sum, or column units) that
  * logical core `rank` of `members` takes: contiguous, balanced to within one. */

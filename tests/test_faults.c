@@ -70,8 +70,9 @@ static const cgt_shape COLUMNS = {.n = 2, .h = 6, .w = 6, .cin = 32, .cout = 8, 
  * COLUMNS must grow their scratch again. */
 static const cgt_shape COLUMNS_WIDE = {.n = 2, .h = 6, .w = 6, .cin = 32, .cout = 32, .kh = 3,
                                        .kw = 3, .pu = 1, .pd = 1, .pl = 1, .pr = 1, .bs = 0x1000};
-/* Depthwise path (per-core accumulators). */
-static const cgt_shape DEPTHWISE = {.n = 2, .h = 6, .w = 7, .cin = 8, .cout = 8, .g = 8,
+/* Depthwise path (per-core accumulators); 1152 rows of the sum: two
+ * slices, one a core on two cores. */
+static const cgt_shape DEPTHWISE = {.n = 2, .h = 24, .w = 24, .cin = 8, .cout = 8, .g = 8,
                                     .kh = 3, .kw = 3, .pu = 1, .pd = 1, .pl = 1, .pr = 1,
                                     .bs = 0x400};
 /* clang-format on */

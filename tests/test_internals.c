@@ -304,27 +304,39 @@ Test(split, column_split_matches_the_reference)
                                   .seed = cgt_base_seed() + i};
                     cg_plan plan;
                     cr_assert_eq(cg_plan_make(&c.p, dtype ? 2 : 4, &plan), CG_OK);
-                    int members = cgt_popcount(masks[m]);
                     cgt_result r = cgt_run_case(&c);
                     char desc[512];
                     cgt_case_str(&c, desc, sizeof desc);
                     cr_assert(r.ok, "%s (by %s): %s", desc,
-                              cg_split_by_columns(&plan, members) ? "columns" : "rows", r.msg);
+                              cg_split_by_columns(&plan) ? "columns" : "slices", r.msg);
                 }
 }
 
-Test(split, columns_only_when_they_balance)
+/* The cut depends on the shape alone: by columns where dw's rows hold
+ * enough units, else slices of the sum, a power of two, each a few passes
+ * long, their partials bounded. */
+Test(split, cut_by_the_shape_alone)
 {
     ConvParameter wide = shape(64, 64, 1, 3, 1, 1, 1); /* 576 columns: 36 chunks */
     ConvParameter dw = shape(64, 64, 64, 3, 1, 1, 1);
-    cg_plan pw, pd;
+    ConvParameter narrow = shape(64, 16, 1, 1, 1, 1, 1); /* 16 columns: one unit */
+    cg_plan pw, pd, pn;
     cr_assert_eq(cg_plan_make(&wide, 4, &pw), CG_OK);
     cr_assert_eq(cg_plan_make(&dw, 4, &pd), CG_OK);
+    cr_assert_eq(cg_plan_make(&narrow, 4, &pn), CG_OK);
     cr_assert_eq(cg_column_units(&pw), 36);
-    cr_assert(!cg_split_by_columns(&pw, 1));
-    cr_assert(cg_split_by_columns(&pw, 2) && cg_split_by_columns(&pw, 4));
-    cr_assert(!cg_split_by_columns(&pw, 5) && !cg_split_by_columns(&pw, 32));
-    cr_assert(!cg_split_by_columns(&pd, 2), "depthwise never splits by columns");
+    cr_assert(cg_split_by_columns(&pw) && cg_sum_slices(&pw) == 1);
+    cr_assert(!cg_split_by_columns(&pd), "depthwise never splits by columns");
+    cr_assert(!cg_split_by_columns(&pn));
+    for (const cg_plan *p = &pd; p; p = p == &pd ? &pn : NULL) {
+        int64_t s = cg_sum_slices(p);
+        cr_assert(s >= 1 && s <= CG_MAX_SLICES && (s & (s - 1)) == 0, "%lld slices", (long long)s);
+        cr_assert(s == 1 || p->rows / s >= 512, "slices of %lld rows", (long long)(p->rows / s));
+        cr_assert_leq((size_t)s * p->dw_elems * sizeof(float), (size_t)CG_SLICES_MOST_BYTES);
+    }
+    cr_assert_eq(cg_slices_of(100000, 512, 4), 32);
+    cr_assert_eq(cg_slices_of(100000, 512, CG_SLICES_MOST_BYTES / 3), 2);
+    cr_assert_eq(cg_slices_of(1000, 512, 4), 1);
 }
 
 /* The scratch query stays near the per-core tile target and is 0 for

@@ -345,6 +345,14 @@ cg_status cm_scratch_all(int core_mask, size_t bytes, void **mem, cg_error *err)
     return CG_ERR_NO_MEMORY;
 }
 
+void *cm_scratch_of(int core_mask, int rank)
+{
+    uint32_t m = (uint32_t)core_mask;
+    for (int r = 0; r < rank; r++)
+        m &= m - 1;
+    return g_core[__builtin_ctz(m)].scratch;
+}
+
 /* ---- core threads ---------------------------------------------------- */
 
 static bool job_posted(cm_core *c, unsigned seen)

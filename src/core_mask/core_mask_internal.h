@@ -32,4 +32,10 @@ void *cm_core_scratch(size_t bytes);
  * err naming the first core of core_mask that failed and its byte count.
  * Agreeing first means a failure leaves every output untouched. */
 cg_status cm_scratch_all(int core_mask, size_t bytes, void **mem, cg_error *err);
+
+/* The scratch of logical core `rank` of core_mask (the calling launch's),
+ * as its last cm_scratch_all gave it: how cores read each other's results
+ * in SPMD mode, where they share no call. Valid from that call's return
+ * until the cores' next barrier-separated cm_scratch_all. */
+void *cm_scratch_of(int core_mask, int rank);
 #endif

@@ -88,10 +88,9 @@ typedef cg_dwconv_rows_fn cg_dwconv3x3_rows_fn;
  * row_len apart; c's group, co and ci < G) = (beta ? dst : 0) + the sum of
  * dy[row][group's co] * x[in(row, tap)][group's ci]; fp32 or fp16 tensors
  * as plan->dtype_size says. */
-typedef void cg_grouped_rows_fn(const cg_plan *plan, const void *dy, const void *x,
-                                int64_t c_first, int64_t c_last, int64_t first, int64_t last,
-                                float beta, float *dst);
-enum { CG_GROUPED_MOST = 8 };
+typedef void cg_grouped_rows_fn(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
+                                int64_t c_last, int64_t first, int64_t last, float beta,
+                                float *dst);
 
 /* One pixel of a depthwise convolution: out[c] = (init ? init[c] : 0) +
  * the sum over taps t with x[t] != NULL of x[t][c] * w[t * n + c], c < n

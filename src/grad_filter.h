@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* The weight gradient's per-core share, cut by the shape alone (plan.h,
+ * cg_split_by_columns): the operator's `_s` and cg_conv2d's NHWC weight
+ * gradient both run it. */
+#ifndef CG_GRAD_FILTER_H
+#define CG_GRAD_FILTER_H
+#include "plan.h"
+#include "status.h"
+
+typedef struct cg_weights_call {
+    cg_plan plan;
+    const void *dy, *x, *bias;
+    void *out_dw;
+    float *workspace;  /* `_s`: where a core stages its columns (bias or fp16) */
+    int overwrite;     /* dw = the sum (cg_conv2d), else out_dw += sum + bias */
+    int64_t kc_forced; /* rows a pass where > 0 (tests), else the library's */
+    int core_mask, core_num;
+} cg_weights_call;
+
+/* Logical core `rank`'s share of c on the cores of c->core_mask, all of
+ * which call it: collective, returns when out_dw is complete. */
+cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err);
+#endif
