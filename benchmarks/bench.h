@@ -44,7 +44,7 @@ typedef struct bench_shape {
  * the line in err. */
 int bench_read_shapes(const char *path, bench_layer **layers, int *n, char *err, size_t errlen);
 
-double bench_now(void);           /* monotonic seconds */
+double bench_now(void); /* monotonic seconds */
 void bench_sleep_ms(double ms);
 double bench_median(double *v, int n); /* sorts v */
 
@@ -97,7 +97,7 @@ const char *onednn_describe(void);
  * NULL and a reason in err when it cannot be made. x and dy are used in place. */
 onednn_conv *onednn_create(const bench_shape *s, int threads, const float *x, const float *dy,
                            char *err, size_t errlen);
-const char *onednn_impl(const onednn_conv *c);   /* e.g. "jit:avx512_core" */
+const char *onednn_impl(const onednn_conv *c);    /* e.g. "jit:avx512_core" */
 const char *onednn_wformat(const onednn_conv *c); /* "OHWI (plain)" or "blocked" */
 /* Runs the primitive once and waits for it: this is what is timed. 0 on success. */
 int onednn_execute(onednn_conv *c);
@@ -116,9 +116,9 @@ const char *onednn_fp16_note(const bench_shape *s);
  * Made on `threads` threads, outside any timing. NULL and a reason in err
  * when it cannot be made. */
 typedef struct onednn_train onednn_train;
-onednn_train *onednn_train_create(const bench_shape *s, int threads, const float *x,
-                                  const float *w, const float *b, const float *dy, float *y,
-                                  float *dx, float *db, char *err, size_t errlen);
+onednn_train *onednn_train_create(const bench_shape *s, int threads, const float *x, const float *w,
+                                  const float *b, const float *dy, float *y, float *dx, float *db,
+                                  char *err, size_t errlen);
 /* "fwd <impl>, bwd-data <impl>, bwd-weights <impl>" */
 const char *onednn_train_impl(const onednn_train *c);
 /* Runs the three primitives in turn, waiting for each: this is what is timed.
@@ -138,10 +138,11 @@ enum { BENCH_MAX_LAYERS = 4096 };
 enum impl { IMPL_CONVGRAD, IMPL_ONEDNN, IMPL_BASELINE, NIMPL };
 enum dtype { DT_FP32, DT_FP16 };
 
-const char *impl_label(int impl, int dtype); /* "convgrad", "convgrad-fp16", "oneDNN", "im2col+BLAS" */
-const char *impl_key(int impl, int dtype);   /* the CSV's names */
+const char *impl_label(int impl,
+                       int dtype); /* "convgrad", "convgrad-fp16", "oneDNN", "im2col+BLAS" */
+const char *impl_key(int impl, int dtype); /* the CSV's names */
 bench_shape shape_of(const bench_layer *L);
-double layer_flops(const bench_shape *s);    /* 2*N*OH*OW*Cout*Kh*Kw*Cin/G */
+double layer_flops(const bench_shape *s); /* 2*N*OH*OW*Cout*Kh*Kw*Cin/G */
 /* The bytes the filter gradient must move at least: x and dy read once, dw written
  * once, in dtype's elements (fp16: all three binary16, as hp_'s). */
 double layer_min_bytes(const bench_shape *s, int dtype);
@@ -160,6 +161,7 @@ typedef struct result {
     double warm_ms, warm_gflops;
     double reorder_ms; /* oneDNN: the conversion to OHWI, not in median_ms */
     int ok;
+    int same_bits; /* convgrad on 2+ cores: 1 its 1-core result's bits, 0 not, -1 not compared */
     char check_desc[200];
     double worst;
     char dnn_impl[64];
@@ -194,6 +196,7 @@ typedef struct train_result {
     int warm_reps;
     double warm_ms, warm_gflops, warm_phase_ms[NPHASE];
     int ok;
+    int same_bits; /* as result's: y, dx, dw and db against the 1-core step's */
     char check_desc[240];
     double worst;
     char dnn_impl[160];

@@ -97,31 +97,36 @@ static const double WARM_MAX_CALL_S = 0.5;
 /* Timed rounds of the training step per layer and mask (of the layer's --reps),
  * fewer than the filter gradient's: a step costs three convolutions. */
 enum { DEFAULT_TRAIN_REPS = 20 };
-enum { NSAMPLES = 64 };                /* random dw elements checked per layer, plus first and last */
+enum { NSAMPLES = 64 }; /* random dw elements checked per layer, plus first and last */
 static const double FULL_REF_MACS = 1.5e8; /* full double reference up to this size */
-static const double SLOW_BUDGET_S = 12.0; /* timed seconds per implementation and layer, at most */
-static const double TRAIN_BUDGET_S = 6.0; /* the same, training-step runners */
+static const double SLOW_BUDGET_S = 12.0;  /* timed seconds per implementation and layer, at most */
+static const double TRAIN_BUDGET_S = 6.0;  /* the same, training-step runners */
 /* After a multi-threaded peer's run: OpenBLAS's idle threads spin for ~100 ms
  * (oneDNN's OpenMP ones for well under 25 ms) before they sleep, and would take
  * CPU from the next measurement. */
 static const double SETTLE_MS = 120.0;
 
-
 const char *impl_label(int impl, int dtype)
 {
     switch (impl) {
-    case IMPL_CONVGRAD: return dtype == DT_FP16 ? "convgrad-fp16" : "convgrad";
-    case IMPL_ONEDNN: return "oneDNN";
-    default: return "im2col+BLAS";
+    case IMPL_CONVGRAD:
+        return dtype == DT_FP16 ? "convgrad-fp16" : "convgrad";
+    case IMPL_ONEDNN:
+        return "oneDNN";
+    default:
+        return "im2col+BLAS";
     }
 }
 
 const char *impl_key(int impl, int dtype)
 {
     switch (impl) {
-    case IMPL_CONVGRAD: return dtype == DT_FP16 ? "convgrad_fp16" : "convgrad";
-    case IMPL_ONEDNN: return "onednn";
-    default: return "im2col_blas";
+    case IMPL_CONVGRAD:
+        return dtype == DT_FP16 ? "convgrad_fp16" : "convgrad";
+    case IMPL_ONEDNN:
+        return "onednn";
+    default:
+        return "im2col_blas";
     }
 }
 
@@ -548,7 +553,8 @@ static int parse_options(int argc, char **argv, options *o)
             o->nmasks = 0;
             for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
                 if (parse_int(tok, &n) || n == 0) {
-                    fprintf(stderr, "convgrad-bench: '%s' is not a non-zero 32-bit core mask\n", tok);
+                    fprintf(stderr, "convgrad-bench: '%s' is not a non-zero 32-bit core mask\n",
+                            tok);
                     return -1;
                 }
                 if (o->nmasks == 32) {
@@ -713,8 +719,9 @@ static double exact_elem(const bench_shape *s, const float *x, const float *dy, 
                 const int ix = ow * s->sw + kw * s->dil_w - s->pw;
                 if (ix < 0 || ix >= s->w)
                     continue;
-                const double t = (double)dy[(((size_t)n * s->oh + oh) * s->ow + ow) * s->cout + co] *
-                                 (double)x[(((size_t)n * s->h + iy) * s->w + ix) * s->cin + cx];
+                const double t =
+                    (double)dy[(((size_t)n * s->oh + oh) * s->ow + ow) * s->cout + co] *
+                    (double)x[(((size_t)n * s->h + iy) * s->w + ix) * s->cin + cx];
                 sum += t;
                 abs_sum += fabs(t);
             }
@@ -778,7 +785,8 @@ static void check_against_reference(check *c, const expected *ex, size_t elems, 
         snprintf(c->what, sizeof c->what, "reference, all %zu", elems);
         for (size_t i = 0; i < elems; ++i) {
             double got = is_half ? half_at(out, i) : ((const float *)out)[i];
-            double tol = is_half ? tol_fp16(ex->full[i], ex->full_abs[i]) : tol_fp32(ex->full_abs[i]);
+            double tol =
+                is_half ? tol_fp16(ex->full[i], ex->full_abs[i]) : tol_fp32(ex->full_abs[i]);
             check_one(c, i, got, ex->full[i], tol);
         }
     } else {
@@ -821,6 +829,7 @@ typedef struct runner {
     check tchk[4], tpeer[4];  /* y, dx, dw, db: against the references; against oneDNN's */
     check tgrad;              /* dw against fp_conv_grad_filter_s's on the same mask */
     int has_tpeer, has_tgrad;
+    int same_bits; /* convgrad on 2+ cores: 1 its 1-core result's bits, 0 not; -1 not compared */
 } runner;
 
 enum { T_Y, T_DX, T_DW, T_DB };
@@ -833,8 +842,8 @@ typedef struct layer_ctx {
     float *x, *dy, *col;
     float16 *x16, *dy16;
     double flops;
-    cg_conv2d cv;    /* the training step's descriptor: NHWC, OHWI */
-    float *w, *b;    /* its weights and bias */
+    cg_conv2d cv; /* the training step's descriptor: NHWC, OHWI */
+    float *w, *b; /* its weights and bias */
 } layer_ctx;
 
 static cg_conv2d conv2d_of(const bench_shape *s)
@@ -966,7 +975,6 @@ static double run_once(runner *r, layer_ctx *c, int slot)
 
 /* ---- results ------------------------------------------------------------------ */
 
-
 /* Median, min and max of n > 0 times in seconds, in ms (sorts t). */
 static void summarise_ms(double *t, int n, double *median, double *min, double *max)
 {
@@ -1055,7 +1063,6 @@ const result *find_result(int layer, int impl, int dtype, int cores)
 }
 
 /* ---- the machine's limits -------------------------------------------------------- */
-
 
 limits g_lim;
 
@@ -1536,8 +1543,8 @@ static void run_layer(run_state *st, int li)
                 fmt_duration(e1, sizeof e1, elapsed);
                 fmt_duration(e2, sizeof e2, eta);
                 progress("[%d/%d] %-14s %-13s %2d core%s  %s %d/%d   elapsed %s  ETA ~%s",
-                         st->layer_pos + 1, o->nlayers, c.L->name, runner_label(r),
-                         r->cores, r->cores == 1 ? " " : "s", timed ? "round" : "warm-up",
+                         st->layer_pos + 1, o->nlayers, c.L->name, runner_label(r), r->cores,
+                         r->cores == 1 ? " " : "s", timed ? "round" : "warm-up",
                          timed ? round - o->warmup + 1 : round + 1, timed ? o->reps : o->warmup, e1,
                          e2);
             }
@@ -1644,6 +1651,25 @@ static void run_layer(run_state *st, int li)
             }
         }
     }
+    /* convgrad on more than one core gives its 1-core result's bits (the
+     * guarantee of every core_mask): a difference fails the check */
+    for (int i = 0; i < nr; ++i) {
+        runner *r = &rs[i];
+        r->same_bits = -1;
+        const int ours = r->train ? r->impl == TRAIN_CONVGRAD : r->impl == IMPL_CONVGRAD;
+        for (int j = 0; ours && r->cores > 1 && j < nr; ++j) {
+            const runner *q = &rs[j];
+            if (q->cores != 1 || q->train != r->train || q->impl != r->impl)
+                continue;
+            if (!r->train && q->dtype == r->dtype)
+                r->same_bits = memcmp(r->out, q->out, r->out_bytes) == 0;
+            else if (r->train)
+                r->same_bits = !memcmp(r->y, q->y, ndy * sizeof(float)) &&
+                               !memcmp(r->dx, q->dx, nx * sizeof(float)) &&
+                               !memcmp(r->tdw, q->tdw, ndw * sizeof(float)) &&
+                               !memcmp(r->db, q->db, (size_t)c.s.cout * sizeof(float));
+        }
+    }
     if (o->train_reps > 0 && onednn_available() && o->settle_ms > 0)
         bench_sleep_ms(o->settle_ms);
 
@@ -1701,16 +1727,20 @@ static void run_layer(run_state *st, int li)
             for (int k = 0; k < 4; ++k)
                 refs_checked &= r->tchk[k].checked > 0;
             int ok = r->call_failures == 0 && r->nt > 0 && r->nt == r->max_reps && bad == 0 &&
-                     refs_checked;
+                     refs_checked && r->same_bits != 0;
             res->ok = ok;
+            res->same_bits = r->same_bits;
             res->worst = worst;
             snprintf(res->check_desc, sizeof res->check_desc,
                      "y %ld sampled, dx %ld sampled, dw %ld (reference), db all %ld: %ld/%ld bad, "
-                     "worst %.3g tol%s%s",
+                     "worst %.3g tol%s%s%s",
                      r->tchk[T_Y].checked, r->tchk[T_DX].checked, r->tchk[T_DW].checked,
                      r->tchk[T_DB].checked, bad, checked, worst,
                      r->has_tpeer ? "; y dx dw db vs oneDNN all" : "",
-                     r->has_tgrad ? "; dw vs fp_conv_grad_filter_s all" : "");
+                     r->has_tgrad ? "; dw vs fp_conv_grad_filter_s all" : "",
+                     r->same_bits == 1   ? "; y dx dw db bits = 1 core's"
+                     : r->same_bits == 0 ? "; bits DIFFER from 1 core's"
+                                         : "");
             if (!ok) {
                 st->failures++;
                 say("  !! CHECK FAILED: %s training step, %s on mask 0x%x (%d cores)\n", c.L->name,
@@ -1756,12 +1786,16 @@ static void run_layer(run_state *st, int li)
                      onednn_wformat(r->dnn));
         }
         int ok = r->call_failures == 0 && r->nt > 0 && r->nt == r->max_reps && r->chk.bad == 0 &&
-                 r->chk_peer.bad == 0 && r->chk.checked > 0;
+                 r->chk_peer.bad == 0 && r->chk.checked > 0 && r->same_bits != 0;
         res->ok = ok;
+        res->same_bits = r->same_bits;
         res->worst = r->chk.worst > r->chk_peer.worst ? r->chk.worst : r->chk_peer.worst;
-        snprintf(res->check_desc, sizeof res->check_desc, "%s: %ld/%ld bad, worst %.3g tol%s",
+        snprintf(res->check_desc, sizeof res->check_desc, "%s: %ld/%ld bad, worst %.3g tol%s%s",
                  r->chk.what, r->chk.bad, r->chk.checked, r->chk.worst,
-                 r->has_peer_check ? "; vs convgrad all" : "");
+                 r->has_peer_check ? "; vs convgrad all" : "",
+                 r->same_bits == 1   ? "; bits = 1 core's"
+                 : r->same_bits == 0 ? "; bits DIFFER from 1 core's"
+                                     : "");
         if (!ok) {
             st->failures++;
             say("  !! CHECK FAILED: %s %s on mask 0x%x (%d cores)\n", c.L->name,
@@ -1869,7 +1903,8 @@ int main(int argc, char **argv)
     }
     say("%s\n", onednn_describe());
     if (onednn_available())
-        say("  oneDNN's diff_weights layout is its own choice (format any): asked for OHWI it falls "
+        say("  oneDNN's diff_weights layout is its own choice (format any): asked for OHWI it "
+            "falls "
             "back to ref:any; the reorder to OHWI is timed apart (CSV) and not in its median\n");
     say("layers:");
     for (int i = 0; i < o.nlayers; ++i)
@@ -1878,8 +1913,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.nmasks; ++i)
         say(" 0x%x", (unsigned)o.masks[i]);
     say("; dtype: %s; %d warm-up + %d timed rounds (interleaved), medians%s\n",
-        o.fp32 && o.fp16 ? "fp32 and fp16" : o.fp32 ? "fp32" : "fp16", o.warmup, o.reps,
-        o.quick ? "; --quick" : "");
+        o.fp32 && o.fp16 ? "fp32 and fp16"
+        : o.fp32         ? "fp32"
+                         : "fp16",
+        o.warmup, o.reps, o.quick ? "; --quick" : "");
     if (o.warm_ms > 0)
         say("warm figures: after the rounds, per implementation and mask (the training step's "
             "too), one untimed call then back-to-back calls for %d ms (%d at least), median; none "
@@ -1985,8 +2022,7 @@ int main(int argc, char **argv)
             for (int k = 0; k < g_lim.n; ++k) {
                 fprintf(f, "fma_loop,%d,%s,%.3f,", g_lim.threads[k], g_lim.fma_isa, g_lim.fma[k]);
                 csv_end_row(f, 0);
-                fprintf(f, "fma_loop_avx2,%d,avx2+fma,%.3f,", g_lim.threads[k],
-                        g_lim.fma_avx2[k]);
+                fprintf(f, "fma_loop_avx2,%d,avx2+fma,%.3f,", g_lim.threads[k], g_lim.fma_avx2[k]);
                 csv_end_row(f, 0);
                 fprintf(f, "openblas_sgemm_%d,%d,,%.3f,", g_lim.sgemm_n, g_lim.threads[k],
                         g_lim.sgemm[k]);
@@ -2021,9 +2057,10 @@ int main(int argc, char **argv)
         for (int m = 0; m < o.nmasks; ++m) {
             int c = GetCoreNum(o.masks[m]);
             if (o.fp32)
-                st.est_total += est_runner(L, IMPL_CONVGRAD, DT_FP32, c, &o) +
-                                est_runner(L, IMPL_BASELINE, DT_FP32, c, &o) +
-                                (onednn_available() ? est_runner(L, IMPL_ONEDNN, DT_FP32, c, &o) : 0);
+                st.est_total +=
+                    est_runner(L, IMPL_CONVGRAD, DT_FP32, c, &o) +
+                    est_runner(L, IMPL_BASELINE, DT_FP32, c, &o) +
+                    (onednn_available() ? est_runner(L, IMPL_ONEDNN, DT_FP32, c, &o) : 0);
             if (o.fp16)
                 st.est_total += est_runner(L, IMPL_CONVGRAD, DT_FP16, c, &o);
             if (o.train_reps > 0)
@@ -2053,7 +2090,10 @@ int main(int argc, char **argv)
         "burst, the interleaved one stands in the verdicts. %%FMA: GFLOP/s over the FMA loop's "
         "limit at the same number of cores; vs oneDNN: oneDNN's time over this row's (>1 = "
         "faster than oneDNN, same cores); x1core: the same implementation's 1-core time over "
-        "this row's)\n");
+        "this row's; check: ok when every result matched the reference (and oneDNN's), =1c when "
+        "convgrad's result on this many cores has exactly its 1-core result's bits, which it "
+        "must: a difference fails the check; the training step's table marks the same of y, dx, "
+        "dw and db)\n");
     print_roofline_table();
     if (o.train_reps > 0)
         print_train_table();

@@ -34,6 +34,13 @@ void print_table_header(void)
         "GFLOP/s", "%FMA", "check");
 }
 
+/* The check cell's mark of a convgrad result on 2+ cores: " =1c" when its
+ * bits are its 1-core result's, " bits!" when not. */
+static const char *bits_mark(int same_bits)
+{
+    return same_bits == 1 ? " =1c" : same_bits == 0 ? " bits!" : "";
+}
+
 /* "%.1f%%" of the FMA limit at `cores`, or "-" */
 static void fmt_pct(char *buf, size_t len, double gflops, int cores)
 {
@@ -91,7 +98,8 @@ void print_rows_for_layer(int li)
                 if (r->reps < g_reps_asked)
                     snprintf(chk, sizeof chk, "%s (%d rounds)", r->ok ? "ok" : "FAIL", r->reps);
                 else
-                    snprintf(chk, sizeof chk, "%s", r->ok ? "ok" : "FAIL");
+                    snprintf(chk, sizeof chk, "%s%s", r->ok ? "ok" : "FAIL",
+                             bits_mark(r->same_bits));
                 say("%-*s %6s  %-13s %5d  %10s %9s %6s %9s %7s  %10s %9s %6s  %s\n", name_width(),
                     first ? L->name : "", gflop, impl_label(impl, dt), r->cores, wmed, wgf, wpct,
                     ratio, speed, med, gf, pct, chk);
@@ -124,9 +132,9 @@ static void roofline_header(const char *what)
     const int nw = name_width();
     say("%-*s %5s %5s %7s %7s %8s %10s  %s  %s\n", nw, "", "", "", "", "", "", "",
         "-------- warm (repeated calls) --------", "------------- interleaved -------------");
-    say("%-*s %5s %5s %7s %7s %8s %10s  %13s %6s %11s %6s  %13s %6s %11s %6s\n", nw, "layer",
-        what, "cores", "FLOP/B", "balance", "min MB", "triad GB/s", "convgrad GB/s", "%BW",
-        "oneDNN GB/s", "%BW", "convgrad GB/s", "%BW", "oneDNN GB/s", "%BW");
+    say("%-*s %5s %5s %7s %7s %8s %10s  %13s %6s %11s %6s  %13s %6s %11s %6s\n", nw, "layer", what,
+        "cores", "FLOP/B", "balance", "min MB", "triad GB/s", "convgrad GB/s", "%BW", "oneDNN GB/s",
+        "%BW", "convgrad GB/s", "%BW", "oneDNN GB/s", "%BW");
 }
 
 /* One row: `bytes` moved at least in convgrad's and oneDNN's warm and interleaved
@@ -374,7 +382,8 @@ void print_train_table(void)
             if (fewest < g_train_reps_asked)
                 snprintf(chk, sizeof chk, "%s (%d rounds)", ok ? "ok" : "FAIL", fewest);
             else
-                snprintf(chk, sizeof chk, "%s", ok ? "ok" : "FAIL");
+                snprintf(chk, sizeof chk, "%s%s", ok ? "ok" : "FAIL",
+                         bits_mark(cg ? cg->same_bits : -1));
             char gflop[16] = "";
             if (b == 0)
                 snprintf(gflop, sizeof gflop, "%.3f", train_flops(&s) * 1e-9);
@@ -681,8 +690,8 @@ int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen)
         for (int k = 0; k < nl; ++k) {
             fprintf(f, "%s", bench_layers[layers_seen[k]].name);
             for (int s = 0; s < ns; ++s) {
-                const result *r = find_result(layers_seen[k], series[s][0], series[s][1],
-                                              cores_list[ci]);
+                const result *r =
+                    find_result(layers_seen[k], series[s][0], series[s][1], cores_list[ci]);
                 if (r)
                     fprintf(f, " %.3f", r->gflops * r->median_ms / judged_ms(r));
                 else
@@ -709,8 +718,8 @@ int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen)
             fprintf(f, "%d", cores_list[ci]);
             for (int k = 0; k < nl; ++k) {
                 const result *one = find_result(layers_seen[k], series[s][0], series[s][1], 1);
-                const result *r = find_result(layers_seen[k], series[s][0], series[s][1],
-                                              cores_list[ci]);
+                const result *r =
+                    find_result(layers_seen[k], series[s][0], series[s][1], cores_list[ci]);
                 if (one && r)
                     fprintf(f, " %.4f", judged_ms(one) / judged_ms(r));
                 else
@@ -729,8 +738,9 @@ int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen)
         return 0;
     }
     fprintf(f, "# written by convgrad-bench; run from this directory: gnuplot plots.gp\n");
-    fprintf(f, "set terminal %s size 1400,720\nset termoption noenhanced\nset datafile missing '-'\n"
-               "set key outside right top\n",
+    fprintf(f,
+            "set terminal %s size 1400,720\nset termoption noenhanced\nset datafile missing '-'\n"
+            "set key outside right top\n",
             term);
     fprintf(f, "set style data histograms\nset style histogram clustered gap 1\n"
                "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
@@ -740,11 +750,13 @@ int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen)
         double lim = fma_limit_for(cores_list[ci]);
         fprintf(f, "set output 'gflops_%dcore%s.png'\n", cores_list[ci],
                 cores_list[ci] == 1 ? "" : "s");
-        fprintf(f, "set title 'Filter gradient, GFLOP/s by layer and implementation, %d core%s "
-                   "(warm medians; FMA limit %.0f GFLOP/s)'\n",
+        fprintf(f,
+                "set title 'Filter gradient, GFLOP/s by layer and implementation, %d core%s "
+                "(warm medians; FMA limit %.0f GFLOP/s)'\n",
                 cores_list[ci], cores_list[ci] == 1 ? "" : "s", lim);
-        fprintf(f, "plot for [c=2:%d] 'plot_gflops.dat' index %d using c:xtic(1) title "
-                   "columnheader(c)",
+        fprintf(f,
+                "plot for [c=2:%d] 'plot_gflops.dat' index %d using c:xtic(1) title "
+                "columnheader(c)",
                 ns + 1, ci);
         if (lim > 0)
             fprintf(f, ", %.3f with lines lw 2 dt 2 lc rgb 'black' title 'FMA limit'", lim);
@@ -777,12 +789,14 @@ int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen)
             for (int ci = 0; ci < ntc; ++ci) {
                 double lim = fma_limit_for(tc[ci]);
                 fprintf(f, "set output 'training_%dcore%s.png'\n", tc[ci], tc[ci] == 1 ? "" : "s");
-                fprintf(f, "set title 'Training step (forward + backward data + backward weights, "
-                           "with bias), GFLOP/s by layer, %d core%s (warm medians; FMA limit "
-                           "%.0f GFLOP/s)'\n",
+                fprintf(f,
+                        "set title 'Training step (forward + backward data + backward weights, "
+                        "with bias), GFLOP/s by layer, %d core%s (warm medians; FMA limit "
+                        "%.0f GFLOP/s)'\n",
                         tc[ci], tc[ci] == 1 ? "" : "s", lim);
-                fprintf(f, "plot for [c=2:3] 'plot_training.dat' index %d using c:xtic(1) title "
-                           "columnheader(c)",
+                fprintf(f,
+                        "plot for [c=2:3] 'plot_training.dat' index %d using c:xtic(1) title "
+                        "columnheader(c)",
                         ci);
                 if (lim > 0)
                     fprintf(f, ", %.3f with lines lw 2 dt 2 lc rgb 'black' title 'FMA limit'", lim);
@@ -794,16 +808,17 @@ int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen)
                "set xtics 1\nset xlabel 'cores'\nset ylabel 'speedup over 1 core'\n"
                "set key outside right top font ',8'\n");
     const int rows = (ns + 1) / 2;
-    fprintf(f, "set terminal %s size 1400,%d\nset termoption noenhanced\n", term,
-            420 * rows + 60);
-    fprintf(f, "set output 'speedup.png'\nset multiplot layout %d,%d title 'Speedup against "
-               "cores: each implementation over its own 1-core time (warm medians)'\n",
+    fprintf(f, "set terminal %s size 1400,%d\nset termoption noenhanced\n", term, 420 * rows + 60);
+    fprintf(f,
+            "set output 'speedup.png'\nset multiplot layout %d,%d title 'Speedup against "
+            "cores: each implementation over its own 1-core time (warm medians)'\n",
             rows, ns > 1 ? 2 : 1);
     for (int s = 0; s < ns; ++s) {
         fprintf(f, "set title '%s'\n", impl_label(series[s][0], series[s][1]));
         fprintf(f, "set xrange [0.8:%d.2]\nset yrange [0:*]\n", cores_list[nc - 1]);
-        fprintf(f, "plot for [c=2:%d] 'plot_speedup.dat' index %d using 1:c title columnheader(c) "
-                   "lw 1.5, x title 'ideal' with lines dt 2 lc rgb 'black'\n",
+        fprintf(f,
+                "plot for [c=2:%d] 'plot_speedup.dat' index %d using 1:c title columnheader(c) "
+                "lw 1.5, x title 'ideal' with lines dt 2 lc rgb 'black'\n",
                 nl + 1, s);
     }
     fprintf(f, "unset multiplot\n");
