@@ -142,6 +142,8 @@ const char *impl_label(int impl,
                        int dtype); /* "convgrad", "convgrad-fp16", "oneDNN", "im2col+BLAS" */
 const char *impl_key(int impl, int dtype); /* the CSV's names */
 bench_shape shape_of(const bench_layer *L);
+/* The operator's parameters of a layer (buffer_size_ its lower bound). */
+ConvParameter bench_param_of(const bench_shape *s);
 double layer_flops(const bench_shape *s); /* 2*N*OH*OW*Cout*Kh*Kw*Cin/G */
 /* The bytes the filter gradient must move at least: x and dy read once, dw written
  * once, in dtype's elements (fp16: all three binary16, as hp_'s). */
@@ -239,6 +241,18 @@ double bandwidth_for(int cores);
 
 /* Prints to stdout and to OUT/summary.txt (clearing the progress line first). */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- emulate.c -------------------------------------------------------------- */
+typedef struct bench_emulate_opts {
+    const char *out;   /* the output directory */
+    int mask;          /* the emulated mask */
+    const int *layers; /* indices into bench_layers */
+    int nlayers;
+    int reps; /* timed calls a (layer, mask) */
+    int quick, no_plots;
+} bench_emulate_opts;
+/* --emulate: the table, emulate.csv and the Gantt chart; 0, or an exit status. */
+int bench_emulate(const bench_emulate_opts *o);
 
 /* ---- report.c --------------------------------------------------------------- */
 void print_table_header(void);

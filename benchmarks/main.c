@@ -284,6 +284,7 @@ typedef struct options {
     const char *isa;    /* --isa, or NULL */
     const char *shapes; /* --shapes FILE, or NULL */
     int warm_ms;        /* each warm burst's time budget; 0: no warm figures */
+    int emulate_mask;   /* --emulate MASK, or 0 */
 } options;
 
 static void usage(FILE *f)
@@ -340,6 +341,14 @@ static void usage(FILE *f)
             "                   --dtype fp16 too), then a warm burst of steps (--warm-ms)\n"
             "  --masks m,m      core masks (decimal, 0x.. or 0b..; default 1,3,7,... up to\n"
             "                   the CPUs)\n"
+            "  --emulate MASK   instead of the run above: the fp32 filter gradient of each\n"
+            "                   layer on 1 core, on the machine's CPUs and on MASK (e.g.\n"
+            "                   0xFFFF, more emulated cores than CPUs), each core's CPU time\n"
+            "                   by phase read from the library's trace (CONVGRAD_TRACE, set\n"
+            "                   to /dev/null unless given), the imbalance, the shares of\n"
+            "                   reduction and barriers, the speedup this predicts on as many\n"
+            "                   real cores, checked against the measured one at the CPU\n"
+            "                   count; emulate.csv and gantt.png (one call, a row a core)\n"
             "  --dtype T        fp32, fp16 or both (default both; fp16 = hp_conv_grad_filter_s)\n"
             "  --quick          smoke test: %d rounds, %d warm-up, small limit measurements\n"
             "                   (64 MiB STREAM arrays, not 4x the last-level cache)\n"
@@ -567,6 +576,16 @@ static int parse_options(int argc, char **argv, options *o)
                 fprintf(stderr, "convgrad-bench: --masks is empty\n");
                 return -1;
             }
+        } else if (!strcmp(a, "--emulate")) {
+            NEED_VALUE();
+            if (parse_int(v, &n) || n == 0) {
+                fprintf(stderr,
+                        "convgrad-bench: --emulate wants a non-zero 32-bit core mask, not "
+                        "'%s'\n",
+                        v);
+                return -1;
+            }
+            o->emulate_mask = (int)(uint32_t)n;
         } else {
             fprintf(stderr, "convgrad-bench: unknown option '%s' (--help lists them)\n", a);
             return -1;
@@ -639,7 +658,7 @@ bench_shape shape_of(const bench_layer *L)
     return s;
 }
 
-static ConvParameter param_of(const bench_shape *s)
+ConvParameter bench_param_of(const bench_shape *s)
 {
     ConvParameter p;
     memset(&p, 0, sizeof p);
@@ -1364,7 +1383,7 @@ static void run_layer(run_state *st, int li)
     memset(&c, 0, sizeof c);
     c.L = &bench_layers[li];
     c.s = shape_of(c.L);
-    c.p = param_of(&c.s);
+    c.p = bench_param_of(&c.s);
     c.flops = layer_flops(&c.s);
     const size_t nx = (size_t)c.s.n * c.s.h * c.s.w * c.s.cin;
     const size_t ndy = (size_t)c.s.n * c.s.oh * c.s.ow * c.s.cout;
@@ -1857,6 +1876,9 @@ int main(int argc, char **argv)
     options o;
     if (parse_options(argc, argv, &o) != 0)
         return TOOL_EXIT_USAGE;
+    /* the trace is read when the first launch starts: before any */
+    if (o.emulate_mask && !getenv("CONVGRAD_TRACE"))
+        setenv("CONVGRAD_TRACE", "/dev/null", 1);
     g_progress_tty = isatty(2);
     g_reps_asked = o.reps;
     g_train_reps_asked = o.train_reps;
@@ -1909,6 +1931,13 @@ int main(int argc, char **argv)
     say("layers:");
     for (int i = 0; i < o.nlayers; ++i)
         say(" %s", bench_layers[o.layers[i]].name);
+    if (o.emulate_mask) { /* --emulate: a run of its own */
+        say("\noutput: %s\n", out);
+        const bench_emulate_opts eo = {
+            out, o.emulate_mask, o.layers, o.nlayers, o.quick ? 3 : 9, o.quick, o.no_plots};
+        const int status = bench_emulate(&eo);
+        return csv_close(g_summary, summary) ? TOOL_EXIT_FAILURE : status;
+    }
     say("\nmasks:");
     for (int i = 0; i < o.nmasks; ++i)
         say(" 0x%x", (unsigned)o.masks[i]);
@@ -2150,7 +2179,7 @@ int main(int argc, char **argv)
     say("\n");
     for (int i = 0; i < o.nlayers; ++i) {
         bench_shape s = shape_of(&bench_layers[o.layers[i]]);
-        ConvParameter p = param_of(&s);
+        ConvParameter p = bench_param_of(&s);
         say("  %-15s %12zu", bench_layers[o.layers[i]].name, dw_elems(&s) * sizeof(float));
         for (int m = 0; m < o.nmasks; ++m) {
             say(" %12zu", cg_grad_filter_workspace_bytes(&p, o.masks[m], sizeof(float)));

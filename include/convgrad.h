@@ -138,7 +138,8 @@ const char *cg_last_error_detail(void);
 size_t cg_grad_filter_workspace_bytes(const ConvParameter *p, int core_mask, size_t dtype_size);
 /**
  * The largest scratch of the library's own that one core keeps for `_s` of
- * these parameters on core_mask (fp32 or fp16, whichever needs more):
+ * these parameters on core_mask (fp32 or fp16, whichever needs more): its
+ * packing space and its slices' partial sums (at most 32 MiB over all cores),
  * allocated on a core's first call and reused, never per call. 0 if invalid.
  */
 size_t cg_grad_filter_scratch_bytes(const ConvParameter *p, int core_mask);
@@ -291,6 +292,40 @@ void sys_bar(int bar_id, int core_num);
  * masks run at the same time from different host threads.
  */
 int core_mask_launch(int core_mask, void (*entry)(void *arg), void *arg);
+
+/* ---- What the emulated cores did: CONVGRAD_TRACE ----------------------- */
+
+/**
+ * The phases of an emulated core's work. CONVGRAD_TRACE=FILE (set before the
+ * process's first launch) appends one event per core and phase of every
+ * launch to FILE, as Chrome trace-event JSON (Perfetto, chrome://tracing).
+ */
+typedef enum cg_phase {
+    CG_PHASE_PACK,    /**< copying operands into panels or im2col tiles */
+    CG_PHASE_COMPUTE, /**< the products and sums */
+    CG_PHASE_BARRIER, /**< waiting: at a barrier, or for the launch to reach the core */
+    CG_PHASE_REDUCE,  /**< adding the slices' partial sums together */
+    CG_PHASE_FINISH,  /**< writing results out (bias, fp16, out_dw) */
+    CG_NPHASES
+} cg_phase;
+
+/** One event of an emulated core: a phase from `start` for `wall` seconds. */
+typedef struct cg_trace_event {
+    int core;       /**< physical id of the core */
+    cg_phase phase; /**< what it did */
+    double start;   /**< seconds since the trace began */
+    double wall;    /**< seconds it took */
+    double cpu;     /**< the core's thread CPU time in it (seconds) */
+} cg_trace_event;
+
+/**
+ * With CONVGRAD_TRACE on: the events of the last completed launch on exactly
+ * core_mask (every core of it; none of another launch since), at most `max`
+ * of them into ev, by core then time. Returns how many the launch had (more
+ * than max: only max were copied), 0 when tracing is off or there is no such
+ * launch.
+ */
+int cg_trace_last_launch(int core_mask, cg_trace_event *ev, int max);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,7 @@
 #include "kernels/geometry.h"
 #include "reduce/reduce.h"
 #include "status.h"
+#include "trace.h"
 
 /* Reduction slices and bias channel blocks are whole cache lines. */
 enum { LINE_FLOATS = 16 };
@@ -445,13 +446,16 @@ static const float *x_tile(const job *jb, const tile *tl, axis ah, axis aw, int6
 {
     const cg_plan *p = &jb->plan;
     geometry gx = geometry_of(jb->nchw, p->cin, p->in_h, p->in_w);
+    const int64_t packing = cg_trace_inner_start();
     if (x_channel_major(jb)) {
         pack_channel_major(jb->in0, &gx, tl, ah, aw, g * p->cin_g, p->cin_g, !jb->nchw, col);
+        cg_trace_inner_end(packing);
         *ld = tl->count;
         return col;
     }
     if (g == 0)
         pack_pixel_major(jb->in0, &gx, tl, ah, aw, 0, p->cin_g, p->groups, col);
+    cg_trace_inner_end(packing);
     *ld = p->groups * p->row_len;
     return col + g * p->row_len;
 }
@@ -555,6 +559,7 @@ static cg_status weights_nchw_core(job *jb, int rank, cg_error *err)
         return CG_ERR_NO_MEMORY;
     axis ah, aw;
     kernel_taps(p, offs, offs + p->kernel_h, &ah, &aw);
+    cg_trace_mark since = cg_trace_start();
     for (int64_t i = s0; i < s1; i++) {
         float *dw = into_out ? jb->out : col + tile_rows * width + (i - s0) * (int64_t)p->dw_elems;
         int64_t first, last;
@@ -567,9 +572,12 @@ static cg_status weights_nchw_core(job *jb, int rank, cg_error *err)
         }
         jb->partial[i] = dw;
     }
+    cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
     if (!into_out) {
         cm_bar_all(jb->core_mask, 1); /* every partial written */
+        since = cg_trace_start();
         reduce_weights(jb, rank, slices);
+        cg_trace_region(CG_PHASE_REDUCE, CG_PHASE_REDUCE, since);
     }
     return CG_OK;
 }
@@ -618,6 +626,7 @@ static cg_status output_pixels_core(job *jb, int rank, cg_error *err)
         return CG_ERR_NO_MEMORY;
     axis ah, aw;
     kernel_taps(p, offs, offs + p->kernel_h, &ah, &aw);
+    const cg_trace_mark since = cg_trace_start();
     for (int64_t i = rs.s0; i < rs.s1; i++) {
         int64_t first, last;
         slice_rows(&rs, i, &first, &last);
@@ -630,6 +639,7 @@ static cg_status output_pixels_core(job *jb, int rank, cg_error *err)
             row += tl.count;
         }
     }
+    cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
     return CG_OK;
 }
 
@@ -741,11 +751,14 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     if (rank == 0)
         jb->packed_w = mem + a_floats;
     cm_bar_all(jb->core_mask, 1); /* core 0's buffer is known */
+    cg_trace_mark since = cg_trace_start();
     int64_t block = 0;
     for (int64_t g = 0; g < p->groups; g++)
         pack_b_share(jb, rank, &block, jb->in1 + g * p->cout_g * k, (size_t)k, 1, k, p->cout_g,
                      (float *)jb->packed_w + g * b_group);
+    cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
     cm_bar_all(jb->core_mask, 1); /* B is packed */
+    since = cg_trace_start();
     axis ah, aw;
     kernel_taps(p, ints, ints + p->kernel_h, &ah, &aw);
     int64_t *tab = ints + p->kernel_h + p->kernel_w;
@@ -763,6 +776,7 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
                      p->cout_g, jb->packed_w, b_group, jb->bias ? 1.0f : 0.0f, y, p->cout, mem);
         row += tl.count;
     }
+    cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
     return CG_OK;
 }
 
@@ -1118,11 +1132,14 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     else if (rank == 0)
         jb->phase_w = mem + weights_at;
     cm_bar_all(jb->core_mask, 1); /* core 0's weight buffer is known */
+    cg_trace_mark since = cg_trace_start();
     if (on_rows)
         pack_data_weights(jb, &dt, rank, (float *)jb->packed_w);
     else
         pack_phase_weights(jb, &dt, co_first, co_last, (float *)jb->phase_w);
+    cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
     cm_bar_all(jb->core_mask, 1); /* the weights are packed */
+    since = cg_trace_start();
     const data_space sp = on_rows ? (data_space){NULL, mem + a_floats, mem, ints + ints_h + ints_w}
                                   : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL};
     for (int64_t i = rs.s0; i < rs.s1; i++) {
@@ -1130,6 +1147,7 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
         slice_rows(&rs, i, &first, &last);
         data_pixels(jb, &dt, first, last, tile_rows, &sp);
     }
+    cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
     return CG_OK;
 }
 
@@ -1275,15 +1293,19 @@ static cg_status data_columns_core(job *jb, int rank, cg_error *err)
     if (rank == 0)
         jb->packed_w = mem + b_at;
     cm_bar_all(jb->core_mask, 1); /* core 0's buffer is known */
+    cg_trace_mark since = cg_trace_start();
     int64_t block = 0;
     pack_b_share(jb, rank, &block, jb->in1, 1, (size_t)p->row_len, p->cout, p->row_len,
                  (float *)jb->packed_w);
-    cm_bar_all(jb->core_mask, 1);            /* B is packed */
+    cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
+    cm_bar_all(jb->core_mask, 1); /* B is packed */
+    since = cg_trace_start();
     for (int64_t row = first; row < last;) { /* a band of one image's rows */
         const int64_t n = row / p->in_h, h0 = row % p->in_h, h1 = min64(p->in_h, h0 + last - row);
         data_band(jb, n, h0, h1, tile_rows, jb->packed_w, mem + dcol_at, mem, tab);
         row += h1 - h0;
     }
+    cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
     return CG_OK;
 }
 
@@ -1355,6 +1377,7 @@ static cg_status bias_core(job *jb, int rank, cg_error *err)
     /* doubles, counted as pairs of floats */
     if (core_scratch(jb, 0, 2 * p->cout * (s1 - s0), &unused, &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
+    cg_trace_mark since = cg_trace_start();
     for (int64_t i = s0; i < s1; i++) {
         double *sum = (double *)mem + (i - s0) * p->cout;
         int64_t first, last;
@@ -1362,7 +1385,9 @@ static cg_status bias_core(job *jb, int rank, cg_error *err)
         bias_slice(jb, first, last, sum);
         jb->bias_sums[i] = sum;
     }
+    cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_COMPUTE, since);
     cm_bar_all(jb->core_mask, 1); /* every slice's sums are there */
+    since = cg_trace_start();
     const int64_t blocks = (p->cout + LINE_FLOATS - 1) / LINE_FLOATS;
     int64_t b0, b1;
     cg_split_range(blocks, rank, jb->members, &b0, &b1);
@@ -1372,6 +1397,7 @@ static cg_status bias_core(job *jb, int rank, cg_error *err)
             total += jb->bias_sums[k][c];
         jb->out[c] = (float)total;
     }
+    cg_trace_region(CG_PHASE_REDUCE, CG_PHASE_REDUCE, since);
     return CG_OK;
 }
 
@@ -1570,7 +1596,10 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
         return CG_ERR_NO_MEMORY;
     if (!some)
         return CG_OK;
+    cg_trace_mark since = cg_trace_start();
     weights_by_tap(jb, by_tap);
+    cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
+    since = cg_trace_start();
     const float **ptrs = (const float **)rows;
     if (p->cin_g == 1 && forward) {
         const dw_axis v = {p->stride_h, p->dil_h, -p->pad_u, p->in_h, p->kernel_h};
@@ -1586,10 +1615,16 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
     } else {
         data_by_pixels(jb, by_tap, ptrs, first, last);
     }
+    cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_COMPUTE, since);
     return CG_OK;
 }
 
 /* ---- entry points ------------------------------------------------------ */
+
+/* By operation: the public function's name. */
+static const char *const FUNCTION_NAMES[] = {"cg_conv2d_forward", "cg_conv2d_backward_data",
+                                             "cg_conv2d_backward_weights",
+                                             "cg_conv2d_backward_bias"};
 
 static void core_entry(void *arg)
 {
@@ -1598,6 +1633,7 @@ static void core_entry(void *arg)
     cg_error mine; /* the other cores' copy of the same error */
     cg_error *err = rank == 0 ? jb->err : &mine;
     cg_status s = CG_OK;
+    cg_plan_trace_label(FUNCTION_NAMES[jb->op], &jb->plan);
     const int depthwise = depthwise_nhwc(jb), by_pixel = depthwise || grouped_nhwc(jb);
     switch (jb->op) {
     case CG_CONV2D_FORWARD:
@@ -1623,9 +1659,6 @@ static void core_entry(void *arg)
 
 /* By operation: the public function's name, and its tensor arguments (in0,
  * in1, out; NULL: not taken). */
-static const char *const FUNCTION_NAMES[] = {"cg_conv2d_forward", "cg_conv2d_backward_data",
-                                             "cg_conv2d_backward_weights",
-                                             "cg_conv2d_backward_bias"};
 static const char *const ARGUMENT_NAMES[][3] = {
     {"x", "w", "y"}, {"dy", "w", "dx"}, {"x", "dy", "dw"}, {"dy", NULL, "db"}};
 

@@ -12,6 +12,7 @@
 #include "reduce/reduce.h"
 #include "status.h"
 #include "thread_scratch.h"
+#include "trace.h"
 
 /* Elements the reduction and the epilogue handle at a time (on the stack). */
 enum { CHUNK = 512 };
@@ -204,6 +205,7 @@ static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, float
                       float beta, float *dst)
 {
     const cg_plan *p = &c->plan;
+    const cg_trace_mark since = cg_trace_start();
     int64_t r0, r1;
     cg_split_range(p->rows, (int)i, (int)s->slices, &r0, &r1);
     if (p->path == CG_PATH_DEPTHWISE) {
@@ -211,10 +213,11 @@ static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, float
         for (int64_t c0 = 0; c0 < p->cout; c0 += block)
             cg_depthwise_rows(p, c->dy, c->x, c0, min64(p->cout, c0 + block), r0, r1, scratch,
                               dst + c0 * p->taps);
-        return;
+    } else {
+        const cg_dw_block all = whole_dw(p);
+        cg_general_rows(p, c->dy, c->x, &all, r0, r1, s->kc, scratch, beta, dst);
     }
-    const cg_dw_block all = whole_dw(p);
-    cg_general_rows(p, c->dy, c->x, &all, r0, r1, s->kc, scratch, beta, dst);
+    cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
 }
 
 /* By columns: this core's blocks of dw over every row of the sum, added
@@ -227,16 +230,18 @@ static void columns_share(const cg_weights_call *c, const share *s, float *scrat
     for (int64_t u = s->first; u < s->last;) {
         cg_dw_block b = next_column_block(p, &u, s->last);
         const int64_t at = b.group_first * p->cout_g * p->row_len;
-        if (direct) {
-            cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s->kc, scratch, direct_beta(c),
-                            direct + at);
+        cg_trace_mark since = cg_trace_start();
+        cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s->kc, scratch,
+                        direct ? direct_beta(c) : 0.0f, direct ? direct + at : staging + at);
+        cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
+        if (direct)
             continue;
-        }
-        cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s->kc, scratch, 0.0f, staging + at);
+        since = cg_trace_start();
         for (int64_t row = b.group_first * p->cout_g; row < b.group_last * p->cout_g; row++) {
             size_t e = (size_t)(row * p->row_len + b.col_first);
             finish_into_out(c, e, staging + e, (size_t)(b.col_last - b.col_first));
         }
+        cg_trace_region(CG_PHASE_FINISH, CG_PHASE_FINISH, since);
     }
 }
 
@@ -255,11 +260,15 @@ static void reduce_slices(const cg_weights_call *c, const share *s, int rank)
     size_t begin, end;
     float sum[CHUNK];
     cg_reduce_slice(c->plan.dw_elems, REDUCE_UNIT, rank, c->core_num, &begin, &end);
+    const cg_trace_mark since = cg_trace_start();
     for (size_t e = begin; e < end; e += CHUNK) {
         size_t stop = end - e < CHUNK ? end : e + CHUNK;
         cg_reduce_partials(sum, part, (int)s->slices, e, stop);
+        const int64_t finishing = cg_trace_inner_start();
         finish_into_out(c, e, sum, stop - e);
+        cg_trace_inner_end(finishing);
     }
+    cg_trace_region(CG_PHASE_REDUCE, CG_PHASE_FINISH, since);
 }
 
 cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err)
@@ -272,7 +281,9 @@ cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err)
         return CG_ERR_NO_MEMORY;
     float *scratch = mem;
     if (s.by_columns) {
-        columns_share(c, &s, scratch, c->workspace + (size_t)rank * p->dw_elems);
+        /* cg_conv2d has no workspace: its sums always go straight into dw */
+        columns_share(c, &s, scratch,
+                      c->workspace ? c->workspace + (size_t)rank * p->dw_elems : NULL);
     } else if (whole_into_out(c, &s)) {
         if (s.first < s.last)
             sum_slice(c, &s, 0, scratch, direct_beta(c), direct_out(c));
@@ -289,10 +300,16 @@ cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err)
 
 /* ---- `_s` ------------------------------------------------------------- */
 
+static const char *function_name(const cg_weights_call *c)
+{
+    return c->plan.dtype_size == sizeof(float) ? "fp_conv_grad_filter_s" : "hp_conv_grad_filter_s";
+}
+
 static void shared_entry(void *arg)
 {
     call *c = arg;
     int rank = GetLogicCoreId(c->w.core_mask, get_core_id());
+    cg_plan_trace_label(function_name(&c->w), &c->w.plan);
     cg_error mine; /* the other cores' copy of the same error */
     cg_status s = cg_weights_core(&c->w, rank, rank == 0 ? c->err : &mine);
     if (rank == 0)
@@ -326,6 +343,7 @@ static cg_status grad_filter_shared(const void *dy, const void *x, void *out_dw,
                        (unsigned)core_mask, (unsigned)outside, (unsigned)launch);
     if (!((uint32_t)core_mask & (1u << id)))
         return CG_OK; /* this core is not one of core_mask's */
+    cg_plan_trace_label(function_name(&c.w), &c.w.plan);
     return cg_weights_core(&c.w, GetLogicCoreId(core_mask, id), err);
 }
 

@@ -6,6 +6,7 @@
 #include "gemm/gemm.h"
 #include "kernels/context.h"
 #include "kernels/geometry.h"
+#include "trace.h"
 
 static int64_t min64(int64_t a, int64_t b)
 {
@@ -240,6 +241,7 @@ static void together_pass(const cg_plan *plan, const void *dy, const void *x,
     const cg_panel_layout a_groups = {mr, m, kb * mr}, a_rest = {mr, mr - m, kb * mr};
     const cg_panel_layout b_groups = {nr, plan->cin_g, kb * nr},
                           b_rest = {nr, nr - row_len, kb * nr};
+    const int64_t packing = cg_trace_inner_start();
     if (m < mr)
         k->pack_rows(a + m, &a_rest, kb, groups * (mr - m), NULL, NULL, 0);
     if (row_len < nr)
@@ -250,6 +252,7 @@ static void together_pass(const cg_plan *plan, const void *dy, const void *x,
         const int64_t at = g0 * plan->cin_g, n = groups * plan->cin_g;
         pack_tensor(plan, b + s * plan->cin_g, &b_groups, kb, n, x, &rows, at);
     }
+    cg_trace_inner_end(packing);
     for (int64_t g = 0; g < groups; g++) {
         const char *from, *to;
         prefetch_share(next, &from, &to);
@@ -286,9 +289,11 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
         const float step_beta = r0 == first ? beta : 1.0f;
         prefetcher next = prefetch_pass(plan, dy, x, r0 + kb, min64(kc, last - r0 - kb), calls);
         /* a table row a row of the sum: dy's row, then x's segments */
+        int64_t packing = cg_trace_inner_start();
         for (int64_t t = 0; t < kb; t++)
             set_row(&tb, 0, t, (r0 + t) * plan->cout + blk->co_first, 0, plan->cout);
         make_x_tables(plan, s0, s1, r0, kb, &tb);
+        cg_trace_inner_end(packing);
         if (together) {
             together_pass(plan, dy, x, blk, s0, s1, kb, &tb, a, b, step_beta, dst, &next);
             continue;
@@ -300,12 +305,15 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
         for (int64_t g = blk->group_first; g < blk->group_last; g++) {
             float *dst_g = dst + (g - blk->group_first) * m * row_len;
             /* A: the block's channels of group g */
+            packing = cg_trace_inner_start();
             pack_tensor(plan, a, &a_panels, kb, m, dy, &dy_rows, g * plan->cout_g);
+            cg_trace_inner_end(packing);
             /* a tap's columns of group g start at g*cin_g in x's channels */
             const int64_t group_at = by_kernel_rows(plan) ? 0 : g * plan->cin_g;
             for (int64_t j = c0; j < c1; j += nr) {
                 const int64_t w = min64(nr, c1 - j);
                 /* B: columns [j, j + w), a pack_rows call per segment they cross */
+                packing = cg_trace_inner_start();
                 for (int64_t sg = j / seg; sg * seg < j + w; sg++) {
                     const int64_t lo = sg * seg > j ? sg * seg : j,
                                   hi = min64(j + w, (sg + 1) * seg);
@@ -315,6 +323,7 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
                 }
                 if (w < nr)
                     k->pack_rows(b + w, &b_panel, kb, nr - w, NULL, NULL, 0);
+                cg_trace_inner_end(packing);
                 for (int64_t i = 0; i < m; i += mr) {
                     const char *from, *to;
                     prefetch_share(&next, &from, &to);

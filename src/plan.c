@@ -3,6 +3,8 @@
 
 #include <limits.h>
 
+#include "trace.h"
+
 /* Per-core im2col scratch of `_s` stays near this size (bytes). */
 enum { SHARED_TILE_TARGET_BYTES = 2 << 20 };
 /* Column units are 16 floats (a cache line) of dw; the sum is split by
@@ -300,4 +302,15 @@ CG_API int cg_grad_filter_min_buffer_size(const ConvParameter *p, size_t dtype_s
     if (cg_plan_make(&q, dtype_size, &plan) != CG_OK)
         return 0;
     return (int)(2 * plan.row_len * (int64_t)dtype_size);
+}
+
+void cg_plan_trace_label(const char *function, const cg_plan *p)
+{
+    if (!cg_trace_on)
+        return;
+    cg_trace_label("%s N%lld %lldx%lld C%lld->K%lld k%lldx%lld s%lldx%lld d%lldx%lld g%lld",
+                   function, (long long)p->batch, (long long)p->in_h, (long long)p->in_w,
+                   (long long)p->cin, (long long)p->cout, (long long)p->kernel_h,
+                   (long long)p->kernel_w, (long long)p->stride_h, (long long)p->stride_w,
+                   (long long)p->dil_h, (long long)p->dil_w, (long long)p->groups);
 }

@@ -69,6 +69,10 @@ cg_status cg_plan_check(const ConvParameter *p, size_t dtype_size, const cg_word
 /* cg_plan_check in the operator's words, with no detail. */
 cg_status cg_plan_make(const ConvParameter *p, size_t dtype_size, cg_plan *plan);
 
+/* Labels the calling core's trace events (trace.h) with `function` and p's
+ * shape; nothing when tracing is off. */
+void cg_plan_trace_label(const char *function, const cg_plan *p);
+
 /* Name of a path, for messages and benchmarks. */
 const char *cg_path_name(cg_path path);
 

@@ -254,7 +254,7 @@ static int operator_case(const cgt_shape *s, size_t dt, uint64_t seed, const cha
 
 Test(reproducible, operator_every_mask, .timeout = TEST_TIMEOUT)
 {
-    const int per_family = shapes_per_family(14);
+    const int per_family = shapes_per_family(25);
     int bad = 0, cases = 0;
     for (int f = 0; f < F_COUNT; f++)
         for (int i = 0; i < per_family; i++) {
@@ -371,7 +371,7 @@ static int conv_case(const cgt_shape *s, cg_layout layout, uint64_t seed, const 
 
 Test(reproducible, conv2d_every_mask, .timeout = TEST_TIMEOUT)
 {
-    const int per_family = shapes_per_family(10);
+    const int per_family = shapes_per_family(16);
     int bad = 0, cases = 0;
     for (int f = 0; f < F_COUNT; f++)
         for (int i = 0; i < per_family; i++) {

@@ -41,6 +41,7 @@
 #include "core_mask/core_mask_internal.h"
 #include "fault.h"
 #include "status.h"
+#include "trace.h"
 
 enum {
     CM_CORES = 32,
@@ -82,6 +83,7 @@ typedef struct cm_launch {
     void (*entry)(void *);
     void *arg;
     atomic_int remaining; /* cores still running entry */
+    int64_t dispatched;   /* tracing: when the cores were handed the launch (ns) */
     pthread_mutex_t done_mu;
     pthread_cond_t done_cv;
     cm_barrier bars[CM_BARS];
@@ -161,6 +163,7 @@ static void cm_init(void)
     g_ncpu = n > 0 ? (int)n : 1;
     init_all_sync();
     pthread_atfork(NULL, NULL, after_fork_child);
+    cg_trace_init();
 }
 
 /* ---- vendor names ---------------------------------------------------- */
@@ -279,11 +282,13 @@ static bool bar_sync(int id, int core_num, bool ok)
         return ok;
     unsigned n = (unsigned)(core_num < L->ncores ? core_num : L->ncores);
     cm_barrier *b = &L->bars[id];
+    const cg_trace_mark since = cg_trace_start();
     unsigned old, w = bar_arrive(b, n, ok, &old);
     if (bw_gen(w) != bw_gen(old))
         bar_wake(b);
     else
         w = bar_wait(b, bw_gen(old), L->spin);
+    cg_trace_region(CG_PHASE_BARRIER, CG_PHASE_BARRIER, since);
     return (w & BW_RESULT) != 0;
 }
 
@@ -403,6 +408,7 @@ static void *core_main(void *p)
         cm_launch *L = next_job(c, &seen, spin);
         spin = L->spin; /* read now: after finish() the slot may be reused */
         tls_launch = L;
+        cg_trace_waited_since(L->dispatched); /* for the launch to reach this core */
         L->entry(L->arg);
         tls_launch = NULL;
         finish(L);
@@ -527,8 +533,11 @@ cg_status cm_run(int core_mask, void (*entry)(void *arg), void *arg, cg_error *e
         return s;
     }
     cm_launch *L = prepare(m, entry, arg);
+    cg_trace_begin(m);
+    L->dispatched = cg_trace_on ? cg_trace_wall_ns() : 0;
     dispatch(L);
     wait_done(L);
+    cg_trace_flush(m);
     release(m);
     return CG_OK;
 }
