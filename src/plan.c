@@ -12,6 +12,9 @@ enum { SHARED_TILE_TARGET_BYTES = 2 << 20 };
 enum { COLUMN_CHUNK = 16, COLUMN_UNITS_LEAST = 16 };
 /* A slice of the sum is at least this many rows: a few passes. */
 enum { SLICE_LEAST_ROWS = 512 };
+/* Where the sum is cut by slices rather than by columns, and how many, keeps
+ * their partials within this (a reduction that reads from the caches). */
+enum { SLICES_CHEAP_BYTES = 4 << 20 };
 
 static int mul_ok(size_t a, size_t b, size_t *out)
 {
@@ -252,9 +255,31 @@ int64_t cg_column_units(const cg_plan *plan)
     return plan->groups * ((plan->row_len + unit - 1) / unit);
 }
 
+/* The largest power of two up to `most` and CG_MAX_SLICES (at least 1). */
+static int64_t slices_up_to(int64_t most)
+{
+    int64_t slices = 1;
+    while (2 * slices <= most && 2 * slices <= CG_MAX_SLICES)
+        slices *= 2;
+    return slices;
+}
+
+/* Slices of the sum of at least SLICE_LEAST_ROWS rows, their partials
+ * within `budget` bytes. */
+static int64_t slices_within(const cg_plan *plan, int64_t budget)
+{
+    const int64_t dw_bytes = (int64_t)(plan->dw_elems * sizeof(float));
+    const int64_t by_rows = plan->rows / SLICE_LEAST_ROWS, by_bytes = budget / dw_bytes;
+    return slices_up_to(by_rows < by_bytes ? by_rows : by_bytes);
+}
+
 int cg_split_by_columns(const cg_plan *plan)
 {
-    return plan->path != CG_PATH_DEPTHWISE && cg_column_units(plan) >= COLUMN_UNITS_LEAST;
+    /* by slices wherever 4 or more fit the cheap budget: each core then
+     * packs only its own rows, where by columns every core packs all of dy
+     * and all the rows of x that its columns reach */
+    return plan->path != CG_PATH_DEPTHWISE && cg_column_units(plan) >= COLUMN_UNITS_LEAST &&
+           slices_within(plan, SLICES_CHEAP_BYTES) < 4;
 }
 
 int64_t cg_slices_of(int64_t units, int64_t least, int64_t bytes_each)
@@ -262,15 +287,17 @@ int64_t cg_slices_of(int64_t units, int64_t least, int64_t bytes_each)
     int64_t most = units / (least > 0 ? least : 1);
     if (bytes_each > 0 && CG_SLICES_MOST_BYTES / bytes_each < most)
         most = CG_SLICES_MOST_BYTES / bytes_each;
-    int64_t slices = 1;
-    while (2 * slices <= most && 2 * slices <= CG_MAX_SLICES)
-        slices *= 2;
-    return slices;
+    return slices_up_to(most);
 }
 
 int64_t cg_row_slices(const cg_plan *plan)
 {
-    return cg_slices_of(plan->rows, SLICE_LEAST_ROWS, (int64_t)(plan->dw_elems * sizeof(float)));
+    /* as many as the cheap budget holds, but 4 where the rows and the
+     * largest budget allow, so that a few cores always share the sum */
+    const int64_t cheap = slices_within(plan, SLICES_CHEAP_BYTES);
+    const int64_t most = slices_within(plan, CG_SLICES_MOST_BYTES);
+    const int64_t least = most < 4 ? most : 4;
+    return cheap > least ? cheap : least;
 }
 
 int64_t cg_sum_slices(const cg_plan *plan)

@@ -78,16 +78,18 @@ const char *cg_path_name(cg_path path);
 
 /* The weight gradient's long sum is cut by the shape alone, never by the
  * core_mask, so every mask gives the same bits (and `_p` those of `_s`):
- * - by columns, where dw's rows are long enough to balance: each core owns
- *   column units of dw and sums them over every row of the sum, in passes
- *   fixed by the shape; no partial, no reduction;
- * - else by slices: the rows of the sum are cut into cg_sum_slices()
- *   slices, each summed from zero into its own partial dw, and the
- *   partials are added in slice order. Cores take whole slices. */
+ * - by slices: the rows of the sum are cut into cg_sum_slices() slices,
+ *   each summed from zero into its own partial dw, and the partials are
+ *   added in slice order; cores take whole slices. Wherever 4 slices' or
+ *   more partials fit in 4 MiB, and wherever dw's rows are short;
+ * - else by columns: each core owns column units of dw and sums them over
+ *   every row of the sum, in passes fixed by the shape; no partial, no
+ *   reduction. */
 int cg_split_by_columns(const cg_plan *plan);
 /* Slices of the sum (a power of two, 1 to CG_MAX_SLICES; 1 when by
- * columns): each at least a few passes long, and all their partials
- * together within CG_SLICES_MOST_BYTES. */
+ * columns), each at least 512 rows: as many as fit their partials in
+ * 4 MiB, but 4 where the rows allow and 4 partials fit in
+ * CG_SLICES_MOST_BYTES. */
 int64_t cg_sum_slices(const cg_plan *plan);
 /* The slices the rows of the sum would be cut into if not by columns (the
  * NCHW weight gradient's, which is never by columns). */
