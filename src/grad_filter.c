@@ -178,6 +178,15 @@ static int whole_into_out(const cg_weights_call *c, const share *s)
     return s->slices == 1 && direct_out(c);
 }
 
+/* By slices, the scratch ahead of a core's partials: the packing space (or
+ * the depthwise accumulators), the same on every core that has slices. */
+static int64_t slices_pack_floats(const cg_plan *p, int64_t kc)
+{
+    const cg_dw_block all = whole_dw(p);
+    return p->path == CG_PATH_DEPTHWISE ? p->taps * depthwise_block(p)
+                                        : cg_general_scratch_floats(p, kc, &all);
+}
+
 static share plan_share(const cg_weights_call *c, int rank, int members)
 {
     const cg_plan *p = &c->plan;
@@ -187,9 +196,7 @@ static share plan_share(const cg_weights_call *c, int rank, int members)
     if (s.by_columns) {
         s.pack_floats = columns_pack_floats(p, s.kc, s.first, s.last);
     } else if (s.first < s.last) {
-        const cg_dw_block all = whole_dw(p);
-        s.pack_floats = p->path == CG_PATH_DEPTHWISE ? p->taps * depthwise_block(p)
-                                                     : cg_general_scratch_floats(p, s.kc, &all);
+        s.pack_floats = slices_pack_floats(p, s.kc);
         s.part_floats = whole_into_out(c, &s) ? 0 : (s.last - s.first) * (int64_t)p->dw_elems;
     }
     return s;
@@ -247,15 +254,17 @@ static void columns_share(const cg_weights_call *c, const share *s, float *scrat
 
 /* Sums the slices' partials into this core's part of out_dw, in slice
  * order. Each slice's partial is in its core's scratch, after the packing
- * space that core's share needs. */
+ * space (slices_pack_floats). */
 static void reduce_slices(const cg_weights_call *c, const share *s, int rank)
 {
     const float *part[CG_MAX_SLICES];
+    const int64_t pack = slices_pack_floats(&c->plan, s->kc); /* this core may have none */
     for (int r = 0; r < c->core_num; r++) {
-        const share o = plan_share(c, r, c->core_num);
-        for (int64_t i = o.first; i < o.last; i++)
-            part[i] = (const float *)cm_scratch_of(c->core_mask, r) + o.pack_floats +
-                      (i - o.first) * (int64_t)c->plan.dw_elems;
+        int64_t first, last;
+        cg_split_range(s->slices, r, c->core_num, &first, &last);
+        for (int64_t i = first; i < last; i++)
+            part[i] = (const float *)cm_scratch_of(c->core_mask, r) + pack +
+                      (i - first) * (int64_t)c->plan.dw_elems;
     }
     size_t begin, end;
     float sum[CHUNK];
