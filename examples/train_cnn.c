@@ -61,21 +61,19 @@
 
 #define PROGRAM "train_cnn"
 
-/* Defaults, and the --quick ones. */
-enum {
-    DEF_TRAIN = 8000,
-    DEF_TEST = 2000,
-    DEF_EPOCHS = 6,
-    DEF_BATCH = 64,
-    QUICK_TRAIN = 1000,
-    QUICK_TEST = 300,
-    QUICK_EPOCHS = 2,
-    QUICK_BATCH = 16
-};
-#define DEF_LR 0.01
-#define QUICK_LR 0.005
+/* The data sets, and each one's defaults: a full run, and --quick's. */
+enum { DATA_GENERATED, DATA_FASHION_MNIST, DATA_SETS };
+static const char *const dataset_options[DATA_SETS] = {"generated", "fashion-mnist"};
+
+typedef struct run_defaults {
+    int train, test, epochs, batch;
+    double lr, target; /* target: held-out accuracy in %, none under --quick */
+} run_defaults;
+
+static const run_defaults defaults[DATA_SETS][2] = {
+    [DATA_GENERATED] = {{8000, 2000, 6, 64, 0.01, 95.0}, {1000, 300, 2, 16, 0.005, 0}},
+    [DATA_FASHION_MNIST] = {{60000, 10000, 10, 64, 0.02, 90.0}, {400, 200, 2, 16, 0.01, 0}}};
 #define DEF_SEED 1u
-#define DEF_TARGET 95.0
 #define DEF_OUT TOOL_DEFAULT_OUT(PROGRAM)
 
 /* Exit statuses (tool_info.h): a missed target and an error at run time are
@@ -115,7 +113,21 @@ typedef struct options {
     cg_layout layout;
     int quick;
     int no_plot;
+    int dataset;          /* DATA_* */
+    const char *data_dir; /* Fashion-MNIST's files */
 } options;
+
+/* The defaults of one data set, as the option lines of --help give them. */
+static void usage_defaults(FILE *f, int set)
+{
+    const run_defaults *d = &defaults[set][0], *q = &defaults[set][1];
+    fprintf(f,
+            "  %-14s   %d training / %d held-out images, %d epochs, batch %d, lr %g,\n"
+            "                   target %.0f%%; --quick: %d / %d images, %d epochs, batch %d,\n"
+            "                   lr %g\n",
+            dataset_options[set], d->train, d->test, d->epochs, d->batch, d->lr, d->target,
+            q->train, q->test, q->epochs, q->batch, q->lr);
+}
 
 static void usage(FILE *f)
 {
@@ -123,48 +135,53 @@ static void usage(FILE *f)
             "usage: " PROGRAM " [options]\n"
             "\n"
             "Trains a small CNN (conv 3x3 1->8, ReLU, max pool, conv 3x3 8->16, ReLU, max pool,\n"
-            "linear 784->6, softmax cross-entropy) on synthetic 28x28 images of six shapes\n"
-            "(horizontal bar, vertical bar, the two diagonals, square outline, cross) at random\n"
-            "positions, sizes, thicknesses and tilts, with noise. Every convolution (forward,\n"
-            "input gradient, weight gradient, bias gradient) runs on convgrad's cg_conv2d_*\n"
-            "on the cores of the mask; the rest is plain C.\n"
+            "linear 784->classes, softmax cross-entropy) on 28x28 grayscale images: by default\n"
+            "synthetic ones of six shapes (horizontal bar, vertical bar, the two diagonals,\n"
+            "square outline, cross) at random positions, sizes, thicknesses and tilts, with\n"
+            "noise; or Fashion-MNIST's 60,000 training and 10,000 test images of 10 classes\n"
+            "(--dataset fashion-mnist). Every convolution (forward, input gradient, weight\n"
+            "gradient, bias gradient) runs on convgrad's cg_conv2d_* on the cores of the mask;\n"
+            "the rest is plain C.\n"
             "\n"
-            "Target: held-out accuracy >= %.0f%%, which the default run reaches in under\n"
-            "10 s on 2 cores (98-99%% over seeds; docs/training.md); under --quick, that\n"
-            "the training loss falls.\n"
+            "Target: a held-out accuracy (the data set's default below; docs/training.md has\n"
+            "the figures measured); under --quick, that the training loss falls.\n"
             "\n"
+            "  --dataset D      generated (default) or fashion-mnist; each has its defaults:\n");
+    for (int set = 0; set < DATA_SETS; ++set)
+        usage_defaults(f, set);
+    fprintf(f,
+            "  --data-dir DIR   where Fashion-MNIST's four .gz idx files are (default %s,\n"
+            "                   from Debian's dataset-fashion-mnist)\n"
             "  --cores N        run the convolutions on cores 0..N-1 (1-32; default: one\n"
             "                   per online CPU)\n"
             "  --mask HEX       the core mask itself, e.g. 0x5 (instead of --cores)\n"
-            "  --epochs N       passes over the training set (default %d)\n"
-            "  --batch N        mini-batch size (default %d)\n"
-            "  --lr X           peak learning rate (default %g): linear warm-up over the\n"
-            "                   first 5%% of the steps (at least 50, or half of a shorter\n"
-            "                   run), then cosine decay to 0; momentum %.1f, weight decay %g\n"
-            "  --train N        training images (default %d)\n"
-            "  --test N         held-out images (default %d)\n"
+            "  --epochs N       passes over the training set\n"
+            "  --batch N        mini-batch size\n"
+            "  --lr X           peak learning rate: linear warm-up over the first 5%% of the\n"
+            "                   steps (at least 50, or half of a shorter run), then cosine\n"
+            "                   decay to 0; momentum %.1f, weight decay %g\n"
+            "  --train N        training images (Fashion-MNIST: the first N of 60,000)\n"
+            "  --test N         held-out images (Fashion-MNIST: the first N of 10,000)\n"
             "  --seed N         seed of the data, the initial weights and the shuffles\n"
             "                   (default %u)\n"
             "  --layout L       nhwc (default, the library's native layout) or nchw\n"
-            "  --target P       held-out accuracy in %% to reach (default %.0f; 0: none)\n"
+            "  --target P       held-out accuracy in %% to reach (0: none)\n"
             "  --out DIR        where train_cnn.csv, train_cnn.png and metadata.csv (the\n"
             "                   build and the CPU) go (default %s, under the current\n"
             "                   directory)\n"
             "  --no-plot        do not run gnuplot\n"
-            "  --quick          smoke test: %d training and %d held-out images, %d epochs,\n"
-            "                   batch %d, lr %g (explicit options still apply); the target\n"
-            "                   is that the last epoch's mean training loss is below the\n"
-            "                   first mini-batch's loss\n"
+            "  --quick          smoke test with the data set's --quick defaults above\n"
+            "                   (explicit options still apply); the target is that the last\n"
+            "                   epoch's mean training loss is below the first mini-batch's\n"
             "  --version        print \"" PROGRAM " VERSION\" (the library's) and exit\n"
             "  --help           this text\n"
             "\n"
             "Exit status: 0 when the target is reached; 1 on a failure at run time (the\n"
-            "target missed or the training diverged, a convgrad call failed, an output\n"
-            "could not be written, e.g. an --out that cannot be made, or memory ran out);\n"
-            "2 on bad usage (an unknown option or a bad value).\n",
-            DEF_TARGET, DEF_EPOCHS, DEF_BATCH, DEF_LR, (double)CNN_MOMENTUM,
-            (double)CNN_WEIGHT_DECAY, DEF_TRAIN, DEF_TEST, (unsigned)DEF_SEED, DEF_TARGET, DEF_OUT,
-            QUICK_TRAIN, QUICK_TEST, QUICK_EPOCHS, QUICK_BATCH, QUICK_LR);
+            "target missed or the training diverged, the data could not be read, a convgrad\n"
+            "call failed, an output could not be written, e.g. an --out that cannot be made,\n"
+            "or memory ran out); 2 on bad usage (an unknown option or a bad value).\n",
+            CNN_FASHION_MNIST_DIR, (double)CNN_MOMENTUM, (double)CNN_WEIGHT_DECAY,
+            (unsigned)DEF_SEED, DEF_OUT);
 }
 
 static int bad_option(const char *fmt, const char *a, const char *v)
@@ -191,8 +208,8 @@ static int parse_options(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     o->epochs = o->batch = o->train = o->test = -1;
-    o->lr = -1;
-    o->target = DEF_TARGET;
+    o->lr = o->target = -1;
+    o->data_dir = CNN_FASHION_MNIST_DIR;
     o->seed = DEF_SEED;
     o->out_dir = DEF_OUT;
     o->layout = CG_LAYOUT_NHWC;
@@ -211,7 +228,8 @@ static int parse_options(int argc, char **argv, options *o)
         int takes_value = !strcmp(a, "--cores") || !strcmp(a, "--mask") || !strcmp(a, "--epochs") ||
                           !strcmp(a, "--batch") || !strcmp(a, "--lr") || !strcmp(a, "--train") ||
                           !strcmp(a, "--test") || !strcmp(a, "--seed") || !strcmp(a, "--out") ||
-                          !strcmp(a, "--layout") || !strcmp(a, "--target");
+                          !strcmp(a, "--layout") || !strcmp(a, "--target") ||
+                          !strcmp(a, "--dataset") || !strcmp(a, "--data-dir");
         if (takes_value && !v) {
             if (i + 1 >= argc)
                 return bad_option("%s needs a value%s", a, "");
@@ -292,6 +310,17 @@ static int parse_options(int argc, char **argv, options *o)
             if (!*v)
                 return bad_option("%s wants a directory%s", a, "");
             o->out_dir = v;
+        } else if (!strcmp(a, "--dataset")) {
+            int k = 0;
+            while (k < DATA_SETS && strcmp(v, dataset_options[k]))
+                ++k;
+            if (k == DATA_SETS)
+                return bad_option("%s is generated or fashion-mnist, not '%s'", a, v);
+            o->dataset = k;
+        } else if (!strcmp(a, "--data-dir")) {
+            if (!*v)
+                return bad_option("%s wants a directory%s", a, "");
+            o->data_dir = v;
         } else if (!strcmp(a, "--layout")) {
             if (!strcmp(v, "nhwc") || !strcmp(v, "NHWC"))
                 o->layout = CG_LAYOUT_NHWC;
@@ -313,16 +342,19 @@ static int parse_options(int argc, char **argv, options *o)
             cpus = 32;
         o->core_mask = cpus == 32 ? (int)0xFFFFFFFFu : (int)((1u << cpus) - 1);
     }
+    const run_defaults *def = &defaults[o->dataset][o->quick];
     if (o->lr < 0)
-        o->lr = o->quick ? QUICK_LR : DEF_LR;
+        o->lr = def->lr;
+    if (o->target < 0)
+        o->target = def->target;
     if (o->epochs < 0)
-        o->epochs = o->quick ? QUICK_EPOCHS : DEF_EPOCHS;
+        o->epochs = def->epochs;
     if (o->batch < 0)
-        o->batch = o->quick ? QUICK_BATCH : DEF_BATCH;
+        o->batch = def->batch;
     if (o->train < 0)
-        o->train = o->quick ? QUICK_TRAIN : DEF_TRAIN;
+        o->train = def->train;
     if (o->test < 0)
-        o->test = o->quick ? QUICK_TEST : DEF_TEST;
+        o->test = def->test;
     return 0;
 }
 
@@ -469,6 +501,23 @@ static int write_plot(const char *dir, int no_plot, int epochs, double target, c
     return 1;
 }
 
+/* Adds the data set to metadata.csv (tool_open_out wrote the rest). */
+static int add_metadata(const char *out, const options *o)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/metadata.csv", out);
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return -1;
+    fprintf(f, "dataset,%s\n", dataset_options[o->dataset]);
+    if (o->dataset == DATA_FASHION_MNIST) {
+        fprintf(f, "data_dir,");
+        tool_csv_field(f, o->data_dir);
+        fprintf(f, "\n");
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}
+
 /* ---- main -------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -481,10 +530,15 @@ int main(int argc, char **argv)
     char out[4096];
     if (tool_open_out(PROGRAM, o.out_dir, argc, argv, out, sizeof out) != 0)
         return EXIT_ERROR;
+    if (add_metadata(out, &o) != 0) {
+        fprintf(stderr, PROGRAM ": cannot write %s/metadata.csv: %s\n", out, strerror(errno));
+        return EXIT_ERROR;
+    }
 
     double t0 = now_s();
     cnn_data data;
-    if (cnn_data_generated(&data, o.train, o.test, o.seed))
+    if (o.dataset == DATA_FASHION_MNIST ? cnn_data_fashion_mnist(&data, o.data_dir, o.train, o.test)
+                                        : cnn_data_generated(&data, o.train, o.test, o.seed))
         return EXIT_ERROR;
     double t_data = now_s() - t0;
     cnn_net *m = cnn_create(o.layout, data.classes, o.batch, o.core_mask);
@@ -494,7 +548,7 @@ int main(int argc, char **argv)
     int ncores = GetCoreNum(o.core_mask);
     const char *layout_name = o.layout == CG_LAYOUT_NHWC ? "NHWC/OHWI" : "NCHW/OIHW";
     printf(PROGRAM ": %s\nCPU: %s\n", tool_build_text(), tool_cpu_text());
-    printf(PROGRAM ": %d classes (", data.classes);
+    printf(PROGRAM ": %s, %d classes (", data.name, data.classes);
     for (int k = 0; k < data.classes; ++k)
         printf("%s%s", k ? ", " : "", data.class_names[k]);
     printf("), 28x28 images\n");
@@ -509,7 +563,7 @@ int main(int argc, char **argv)
         printf("  target: the last epoch's mean training loss below the first batch's\n");
     else if (o.target > 0)
         printf("  target: held-out accuracy >= %.2f%%\n", o.target);
-    printf("  data generated in %.2f s\n", t_data);
+    printf("  data %s in %.2f s\n", o.dataset == DATA_FASHION_MNIST ? "read" : "generated", t_data);
     fflush(stdout);
 
     cnn_init_params(m, o.seed);
@@ -581,8 +635,9 @@ int main(int argc, char **argv)
         return EXIT_ERROR;
     }
     char why[512], title[256];
-    snprintf(title, sizeof title, "train_cnn: %d training images, seed %llu, %s, %d core%s",
-             o.train, (unsigned long long)o.seed, layout_name, ncores, ncores == 1 ? "" : "s");
+    snprintf(title, sizeof title, "train_cnn: %s, %d training images, seed %llu, %s, %d core%s",
+             data.name, o.train, (unsigned long long)o.seed, layout_name, ncores,
+             ncores == 1 ? "" : "s");
     const int plotted =
         write_plot(out, o.no_plot, o.epochs, o.quick ? 0 : o.target, title, why, sizeof why);
 

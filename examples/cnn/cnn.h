@@ -55,6 +55,13 @@ typedef struct cnn_data {
  * two streams of the seed, standardised with the training set's mean and
  * deviation. */
 int cnn_data_generated(cnn_data *d, int n_train, int n_test, uint64_t seed);
+/* Fashion-MNIST: the first n_train of the 60,000 training and the first
+ * n_test of the 10,000 test images of the four gzip'd idx files in dir
+ * (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz,
+ * t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz), standardised with
+ * the training images' mean and deviation. */
+#define CNN_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+int cnn_data_fashion_mnist(cnn_data *d, const char *dir, int n_train, int n_test);
 void cnn_data_free(cnn_data *d);
 
 /* The order of the training set, reshuffled every epoch from the seed. */

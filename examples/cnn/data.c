@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The example CNN's data: the generated task and the per-epoch shuffle.
+/* The example CNN's data: the generated task, Fashion-MNIST and the
+ * per-epoch shuffle.
  *
  * The generated task: 28x28 grayscale images of six shapes (a horizontal bar,
  * a vertical bar, the two diagonals, a square outline, a cross), each at a
@@ -10,10 +11,12 @@
 #include "cnn.h"
 #include "rng.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 enum { IMG = CNN_IMG, PIXELS = CNN_IMG * CNN_IMG, GENERATED_CLASSES = 6 };
 
@@ -221,6 +224,117 @@ void cnn_data_free(cnn_data *d)
     free(d->test.x);
     free(d->test.y);
     memset(d, 0, sizeof *d);
+}
+
+/* ---- Fashion-MNIST ------------------------------------------------------------- */
+
+enum { FASHION_CLASSES = 10, IDX_IMAGES = 0x803, IDX_LABELS = 0x801 };
+
+static const char *const fashion_names[FASHION_CLASSES] = {
+    "T-shirt/top", "trouser", "pullover", "dress", "coat",
+    "sandal",      "shirt",   "sneaker",  "bag",   "ankle boot"};
+
+/* An idx file's big-endian 32-bit words. */
+static int read_be32(gzFile f, int count, uint32_t *out)
+{
+    unsigned char b[16];
+    if (gzread(f, b, (unsigned)(4 * count)) != 4 * count)
+        return -1;
+    for (int i = 0; i < count; ++i)
+        out[i] = (uint32_t)b[4 * i] << 24 | (uint32_t)b[4 * i + 1] << 16 |
+                 (uint32_t)b[4 * i + 2] << 8 | b[4 * i + 3];
+    return 0;
+}
+
+/* The first n items of the gzip'd idx file dir/name: images (28x28 bytes,
+ * scaled to [0, 1] into d->x) when `magic` is IDX_IMAGES, labels (below
+ * FASHION_CLASSES, into d->y) when it is IDX_LABELS. *count gets how many the
+ * file holds. */
+static int read_idx(const char *dir, const char *name, uint32_t magic, int n, cnn_dataset *d,
+                    uint32_t *count)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    errno = 0;
+    gzFile f = gzopen(path, "rb");
+    if (!f) {
+        fprintf(stderr,
+                "cnn: cannot open %s: %s (Fashion-MNIST: apt-get install dataset-fashion-mnist, "
+                "or --data-dir DIR names where its four files are)\n",
+                path, errno ? strerror(errno) : "not a file zlib can read");
+        return -1;
+    }
+    const int images = magic == IDX_IMAGES;
+    const size_t item = images ? PIXELS : 1;
+    uint32_t head[4] = {0}; /* magic, count, and for images rows, columns */
+    unsigned char *buf = NULL;
+    char why[128] = "";
+    if (read_be32(f, 2, head) || (images && read_be32(f, 2, head + 2)))
+        snprintf(why, sizeof why, "too short for an idx header");
+    else if (head[0] != magic)
+        snprintf(why, sizeof why, "not an idx file of %s (magic 0x%08x, not 0x%08x)",
+                 images ? "images" : "labels", (unsigned)head[0], (unsigned)magic);
+    else if (images && (head[2] != IMG || head[3] != IMG))
+        snprintf(why, sizeof why, "of %ux%u images, not 28x28", (unsigned)head[2],
+                 (unsigned)head[3]);
+    else if (head[1] < (uint32_t)n)
+        snprintf(why, sizeof why, "holding %u items, fewer than the %d asked for",
+                 (unsigned)head[1], n);
+    else if (!(buf = malloc((size_t)(n ? n : 1) * item)))
+        snprintf(why, sizeof why, "too large for the memory");
+    else if (gzread(f, buf, (unsigned)((size_t)n * item)) != (int)((size_t)n * item))
+        snprintf(why, sizeof why, "cut short");
+    for (int i = 0; !why[0] && i < n; ++i)
+        if (images) {
+            for (size_t p = 0; p < item; ++p)
+                d->x[(size_t)i * item + p] = (float)buf[(size_t)i * item + p] / 255.0f;
+        } else if (buf[i] >= FASHION_CLASSES) {
+            snprintf(why, sizeof why, "with label %d at item %d, outside 0-9", buf[i], i);
+        } else {
+            d->y[i] = buf[i];
+        }
+    *count = head[1];
+    free(buf);
+    gzclose(f);
+    if (why[0]) {
+        fprintf(stderr, "cnn: %s: a Fashion-MNIST file %s\n", path, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* The first n images of one half (train or t10k) of the set; the image and
+ * label files must hold as many items. */
+static int read_fashion(cnn_dataset *d, const char *dir, const char *half, int n)
+{
+    char images[64], labels[64];
+    snprintf(images, sizeof images, "%s-images-idx3-ubyte.gz", half);
+    snprintf(labels, sizeof labels, "%s-labels-idx1-ubyte.gz", half);
+    uint32_t n_images, n_labels;
+    if (alloc_dataset(d, n) || read_idx(dir, images, IDX_IMAGES, n, d, &n_images) ||
+        read_idx(dir, labels, IDX_LABELS, n, d, &n_labels))
+        return -1;
+    if (n_images != n_labels) {
+        fprintf(stderr, "cnn: %s/%s holds %u images but %s %u labels\n", dir, images,
+                (unsigned)n_images, labels, (unsigned)n_labels);
+        return -1;
+    }
+    return 0;
+}
+
+int cnn_data_fashion_mnist(cnn_data *d, const char *dir, int n_train, int n_test)
+{
+    memset(d, 0, sizeof *d);
+    d->name = "Fashion-MNIST";
+    d->classes = FASHION_CLASSES;
+    d->class_names = fashion_names;
+    if (read_fashion(&d->train, dir, "train", n_train) ||
+        read_fashion(&d->test, dir, "t10k", n_test)) {
+        cnn_data_free(d);
+        return -1;
+    }
+    standardise(&d->train, &d->test);
+    return 0;
 }
 
 /* ---- the shuffle -------------------------------------------------------------- */
