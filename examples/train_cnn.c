@@ -79,7 +79,7 @@ typedef struct run_defaults {
 } run_defaults;
 
 static const run_defaults defaults[DATA_SETS][2] = {
-    [DATA_GENERATED] = {{8000, 2000, 6, 64, 0.01, 95.0}, {1000, 300, 2, 16, 0.005, 0}},
+    [DATA_GENERATED] = {{8000, 2000, 3, 64, 0.01, 95.0}, {1000, 300, 2, 16, 0.005, 0}},
     [DATA_FASHION_MNIST] = {{60000, 10000, 10, 64, 0.02, 90.0}, {400, 200, 2, 16, 0.01, 0}}};
 #define DEF_SEED 1u
 #define DEF_OUT TOOL_DEFAULT_OUT(PROGRAM)
