@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* The example CNN:
- *   conv 3x3, 1 -> 8, pad 1  + ReLU + 2x2 max pool   28x28 -> 14x14
- *   conv 3x3, 8 -> 16, pad 1 + ReLU + 2x2 max pool   14x14 -> 7x7
- *   linear 784 -> classes, softmax cross-entropy
+ *   conv 3x3, 1 -> 16, pad 1  + ReLU + 2x2 max pool   28x28 -> 14x14
+ *   conv 3x3, 16 -> 32, pad 1 + ReLU + 2x2 max pool   14x14 -> 7x7
+ *   linear 1568 -> 128 + ReLU
+ *   linear 128 -> classes, softmax cross-entropy
  * Every convolution (forward, input, weight and bias gradient) runs on
- * convgrad's cg_conv2d_*; ReLU, pooling, the linear layer, the loss and the
- * update are plain C. The tensors are NHWC with OHWI weights, or NCHW with
- * OIHW weights. */
+ * convgrad's cg_conv2d_*; the linear layers on OpenBLAS's cblas_sgemm, on the
+ * calling thread; ReLU, pooling, the loss and the update are plain C. The
+ * tensors are NHWC with OHWI weights, or NCHW with OIHW weights; the linear
+ * layers' weights are [out][in], their input the second pool's output as it
+ * lies in memory. */
 #define _POSIX_C_SOURCE 200809L
 #include "cnn.h"
 #include "rng.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +23,14 @@
 
 enum {
     IMG = CNN_IMG,
-    C1 = 8,              /* conv1 output channels */
-    C2 = 16,             /* conv2 output channels */
+    C1 = 16,             /* conv1 output channels */
+    C2 = 32,             /* conv2 output channels */
     H1 = IMG,            /* conv1 output side (pad 1) */
     P1 = IMG / 2,        /* after the first pool */
     H2 = P1,             /* conv2 output side */
     P2 = P1 / 2,         /* after the second pool */
-    FEAT = P2 * P2 * C2, /* a multiple of 8 */
+    FEAT = P2 * P2 * C2, /* the first linear layer's inputs */
+    HID = 128,           /* its outputs */
     EVAL_CHUNK = 256     /* the most images one evaluation pass takes */
 };
 
@@ -46,9 +51,10 @@ struct cnn_net {
     float *a2;      /* conv2 output, ReLU in place: [cap] x C2 x H2 x H2 */
     float *p2;      /* second pool: [cap][FEAT] */
     int *i2;        /* where each p2 element came from in a2 */
+    float *h;       /* first linear layer's output, ReLU in place: [cap][HID] */
     float *logits;  /* [cap][classes] */
     /* gradients of the activations */
-    float *dlogits, *dp2, *da2, *dp1, *da1;
+    float *dlogits, *dh, *dp2, *da2, *dp1, *da1;
     double conv_seconds; /* time spent in cg_conv2d_* calls */
 };
 
@@ -59,7 +65,7 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static const char *const layer_names[CNN_LAYERS] = {"conv1", "conv2", "fc"};
+static const char *const layer_names[CNN_LAYERS] = {"conv1", "conv2", "fc1", "fc2"};
 
 /* A failed convgrad call: the library's sentence, on stderr. */
 static cg_status report(cg_status s, const char *call, int layer)
@@ -136,10 +142,10 @@ cnn_grads cnn_layer_grads(cnn_net *m, int layer)
     return g;
 }
 
-/* He initialisation (normal, std sqrt(2/fan_in)) for the convolutions; the
- * linear layer (no ReLU after it) gets a tenth of std sqrt(1/fan_in), so that
- * the first predictions are close to uniform; biases 0. The values are drawn
- * in the NHWC order (OHWI weights, the linear layer's features in (h, w, c)
+/* He initialisation (normal, std sqrt(2/fan_in)) for the layers followed by
+ * a ReLU; the last one gets a tenth of std sqrt(1/fan_in), so that the first
+ * predictions are close to uniform; biases 0. The values are drawn in the
+ * NHWC order (OHWI weights, the first linear layer's inputs in (h, w, c)
  * order) and moved to NCHW positions under NCHW, so both layouts start from
  * the same network. */
 void cnn_init_params(cnn_net *m, uint64_t seed)
@@ -148,9 +154,11 @@ void cnn_init_params(cnn_net *m, uint64_t seed)
     rng_seed(&r, seed, STREAM_INIT);
     memset(m->param, 0, m->nparam * sizeof(float));
     memset(m->velocity, 0, m->nparam * sizeof(float));
-    const double s1 = sqrt(2.0 / 9), s2 = sqrt(2.0 / (9 * C1)), sf = 0.1 * sqrt(1.0 / FEAT);
+    const double s1 = sqrt(2.0 / 9), s2 = sqrt(2.0 / (9 * C1)), s3 = sqrt(2.0 / FEAT),
+                 s4 = 0.1 * sqrt(1.0 / HID);
     int nchw = m->layout == CG_LAYOUT_NCHW;
-    float *w1 = weights(m, CNN_CONV1), *w2 = weights(m, CNN_CONV2), *wf = weights(m, CNN_FC);
+    float *w1 = weights(m, CNN_CONV1), *w2 = weights(m, CNN_CONV2), *w3 = weights(m, CNN_FC1),
+          *w4 = weights(m, CNN_FC2);
     for (int o = 0; o < C1; ++o)
         for (int k = 0; k < 9; ++k) /* one input channel: OHWI = OIHW */
             w1[o * 9 + k] = (float)(s1 * rng_normal(&r));
@@ -162,13 +170,15 @@ void cnn_init_params(cnn_net *m, uint64_t seed)
                         nchw ? ((o * C1 + i) * 3 + kh) * 3 + kw : ((o * 3 + kh) * 3 + kw) * C1 + i;
                     w2[pos] = (float)(s2 * rng_normal(&r));
                 }
-    for (int k = 0; k < m->classes; ++k)
+    for (int k = 0; k < HID; ++k)
         for (int h = 0; h < P2; ++h)
             for (int w = 0; w < P2; ++w)
                 for (int c = 0; c < C2; ++c) {
                     size_t pos = at(m->layout, 0, c, h, w, C2, P2);
-                    wf[k * FEAT + pos] = (float)(sf * rng_normal(&r));
+                    w3[k * FEAT + pos] = (float)(s3 * rng_normal(&r));
                 }
+    for (int k = 0; k < m->classes * HID; ++k)
+        w4[k] = (float)(s4 * rng_normal(&r));
 }
 
 void cnn_destroy(cnn_net *m)
@@ -185,8 +195,10 @@ void cnn_destroy(cnn_net *m)
     free(m->a2);
     free(m->p2);
     free(m->i2);
+    free(m->h);
     free(m->logits);
     free(m->dlogits);
+    free(m->dh);
     free(m->dp2);
     free(m->da2);
     free(m->dp1);
@@ -209,8 +221,8 @@ cnn_net *cnn_create(cg_layout layout, int classes, int cap, int core_mask)
     m->core_mask = core_mask;
     m->classes = classes;
     m->cap = cap > EVAL_CHUNK ? cap : EVAL_CHUNK;
-    const size_t w_n[CNN_LAYERS] = {C1 * 9, C2 * 9 * C1, (size_t)classes * FEAT};
-    const size_t b_n[CNN_LAYERS] = {C1, C2, (size_t)classes};
+    const size_t w_n[CNN_LAYERS] = {C1 * 9, C2 * 9 * C1, (size_t)HID * FEAT, (size_t)classes * HID};
+    const size_t b_n[CNN_LAYERS] = {C1, C2, HID, (size_t)classes};
     for (int l = 0; l < CNN_LAYERS; ++l) {
         m->w_off[l] = m->nparam;
         m->w_n[l] = w_n[l];
@@ -229,15 +241,17 @@ cnn_net *cnn_create(cg_layout layout, int classes, int cap, int core_mask)
     m->a2 = calloc(c * C2 * H2 * H2, sizeof(float));
     m->p2 = calloc(c * FEAT, sizeof(float));
     m->i2 = calloc(c * FEAT, sizeof(int));
+    m->h = calloc(c * HID, sizeof(float));
     m->logits = calloc(c * classes, sizeof(float));
     m->dlogits = calloc(c * classes, sizeof(float));
+    m->dh = calloc(c * HID, sizeof(float));
     m->dp2 = calloc(c * FEAT, sizeof(float));
     m->da2 = calloc(c * C2 * H2 * H2, sizeof(float));
     m->dp1 = calloc(c * C1 * P1 * P1, sizeof(float));
     m->da1 = calloc(c * C1 * H1 * H1, sizeof(float));
     if (!m->param || !m->grad || !m->velocity || !m->decays || !m->a1 || !m->p1 || !m->i1 ||
-        !m->a2 || !m->p2 || !m->i2 || !m->logits || !m->dlogits || !m->dp2 || !m->da2 || !m->dp1 ||
-        !m->da1) {
+        !m->a2 || !m->p2 || !m->i2 || !m->h || !m->logits || !m->dlogits || !m->dh || !m->dp2 ||
+        !m->da2 || !m->dp1 || !m->da1) {
         fprintf(stderr, "cnn: out of memory for a network of %d images a pass\n", m->cap);
         cnn_destroy(m);
         return NULL;
@@ -251,6 +265,9 @@ cnn_net *cnn_create(cg_layout layout, int classes, int cap, int core_mask)
         cnn_destroy(m);
         return NULL;
     }
+    /* OpenBLAS's own threads would compete with the library's cores: the
+     * linear layers run on the calling thread */
+    openblas_set_num_threads(1);
     return m;
 }
 
@@ -279,11 +296,16 @@ static void maxpool(cg_layout layout, const float *in, float *out, int *idx, int
                 size_t in_step = layout == CG_LAYOUT_NHWC ? 1 : (size_t)side * side;
                 size_t out_step = layout == CG_LAYOUT_NHWC ? 1 : (size_t)half * half;
                 for (int c = 0; c < c_n; ++c, first += in_step, po += out_step) {
+                    /* selects, not branches: the maxima's places are random */
                     size_t best = first;
-                    for (int k = 1; k < 4; ++k)
-                        if (in[first + win[k]] > in[best])
-                            best = first + win[k];
-                    out[po] = in[best];
+                    float v = in[first];
+                    for (int k = 1; k < 4; ++k) {
+                        float u = in[first + win[k]];
+                        int above = u > v;
+                        v = above ? u : v;
+                        best = above ? first + win[k] : best;
+                    }
+                    out[po] = v;
                     idx[po] = (int)best;
                 }
             }
@@ -300,6 +322,32 @@ static void maxpool_relu_backward(const float *dout, const int *idx, size_t nout
             din[idx[i]] = dout[i];
 }
 
+/* y [batch][out] = x [batch][in] w^T + b, w [out][in]. */
+static void linear_forward(const float *x, const float *w, const float *b, float *y, int batch,
+                           int in, int out)
+{
+    for (int n = 0; n < batch; ++n)
+        memcpy(y + (size_t)n * out, b, (size_t)out * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out, in, 1.0f, x, in, w, in, 1.0f,
+                y, out);
+}
+
+/* The gradients of y = x w^T + b from dy [batch][out]: dw = dy^T x, db the
+ * sum of dy's rows, dx = dy w. */
+static void linear_backward(const float *x, const float *w, const float *dy, cnn_grads g, float *dx,
+                            int batch, int in, int out)
+{
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, batch, 1.0f, dy, out, x, in, 0.0f,
+                g.dw, in);
+    for (int k = 0; k < out; ++k)
+        g.db[k] = 0;
+    for (int n = 0; n < batch; ++n)
+        for (int k = 0; k < out; ++k)
+            g.db[k] += dy[(size_t)n * out + k];
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, in, out, 1.0f, dy, out, w, in,
+                0.0f, dx, in);
+}
+
 /* Forward pass of x (batch images, 1 <= batch <= cap) up to m->logits. */
 static cg_status forward(cnn_net *m, const float *x, int batch)
 {
@@ -313,22 +361,10 @@ static cg_status forward(cnn_net *m, const float *x, int batch)
               biases(m, CNN_CONV2), m->a2, m->core_mask);
     relu(m->a2, (size_t)batch * C2 * H2 * H2);
     maxpool(m->layout, m->a2, m->p2, m->i2, batch, C2, H2);
-    const float *wf = weights(m, CNN_FC), *bf = biases(m, CNN_FC);
-    for (int n = 0; n < batch; ++n) {
-        const float *f = m->p2 + (size_t)n * FEAT;
-        for (int k = 0; k < m->classes; ++k) {
-            const float *wk = wf + (size_t)k * FEAT;
-            /* eight partial sums, so that the compiler can vectorise */
-            float part[8] = {0};
-            for (int j = 0; j < FEAT; j += 8)
-                for (int q = 0; q < 8; ++q)
-                    part[q] += wk[j + q] * f[j + q];
-            float s = bf[k];
-            for (int q = 0; q < 8; ++q)
-                s += part[q];
-            m->logits[n * m->classes + k] = s;
-        }
-    }
+    linear_forward(m->p2, weights(m, CNN_FC1), biases(m, CNN_FC1), m->h, batch, FEAT, HID);
+    relu(m->h, (size_t)batch * HID);
+    linear_forward(m->h, weights(m, CNN_FC2), biases(m, CNN_FC2), m->logits, batch, HID,
+                   m->classes);
     return CG_OK;
 }
 
@@ -361,6 +397,13 @@ static double softmax_xent(const cnn_net *m, const unsigned char *labels, int ba
     return total;
 }
 
+/* Tells the hook that layer `layer`'s gradients are complete. */
+static void grads_ready(cnn_net *m, int layer, const cnn_hooks *h)
+{
+    if (h && h->grads_ready)
+        h->grads_ready(h->ctx, layer, cnn_layer_grads(m, layer));
+}
+
 /* Conv layer `layer`'s weight and bias gradients: the hook's, or the
  * library's; then the hook hears that they are complete. */
 static cg_status conv_param_grads(cnn_net *m, int layer, const cg_conv2d *d, const float *x,
@@ -377,8 +420,7 @@ static cg_status conv_param_grads(cnn_net *m, int layer, const cg_conv2d *d, con
         CONV_CALL(m, layer, cg_conv2d_backward_weights, d, x, dy, g.dw, m->core_mask);
         CONV_CALL(m, layer, cg_conv2d_backward_bias, d, dy, g.db, m->core_mask);
     }
-    if (h && h->grads_ready)
-        h->grads_ready(h->ctx, layer, g);
+    grads_ready(m, layer, h);
     return CG_OK;
 }
 
@@ -386,31 +428,18 @@ static cg_status conv_param_grads(cnn_net *m, int layer, const cg_conv2d *d, con
 static cg_status backward(cnn_net *m, int batch, const cnn_hooks *h)
 {
     cg_conv2d d1 = conv1_desc(m, batch), d2 = conv2_desc(m, batch);
-    const int nc = m->classes;
-    const float *wf = weights(m, CNN_FC);
-    cnn_grads gf = cnn_layer_grads(m, CNN_FC);
-    /* linear layer */
-    memset(gf.dw, 0, gf.dw_n * sizeof(float));
-    memset(gf.db, 0, gf.db_n * sizeof(float));
-    for (int n = 0; n < batch; ++n) {
-        const float *f = m->p2 + (size_t)n * FEAT;
-        const float *g = m->dlogits + n * nc;
-        float *df = m->dp2 + (size_t)n * FEAT;
-        for (int j = 0; j < FEAT; ++j)
-            df[j] = 0;
-        for (int k = 0; k < nc; ++k) {
-            const float gk = g[k];
-            float *gw = gf.dw + (size_t)k * FEAT;
-            const float *wk = wf + (size_t)k * FEAT;
-            for (int j = 0; j < FEAT; ++j) {
-                gw[j] += gk * f[j];
-                df[j] += gk * wk[j];
-            }
-            gf.db[k] += gk;
-        }
+    /* the linear layers (with batch 0, m->grad is zero already) */
+    if (batch > 0) {
+        linear_backward(m->h, weights(m, CNN_FC2), m->dlogits, cnn_layer_grads(m, CNN_FC2), m->dh,
+                        batch, HID, m->classes);
+        for (size_t i = 0; i < (size_t)batch * HID; ++i)
+            m->dh[i] = m->h[i] > 0 ? m->dh[i] : 0;
     }
-    if (h && h->grads_ready)
-        h->grads_ready(h->ctx, CNN_FC, gf);
+    grads_ready(m, CNN_FC2, h);
+    if (batch > 0)
+        linear_backward(m->p2, weights(m, CNN_FC1), m->dh, cnn_layer_grads(m, CNN_FC1), m->dp2,
+                        batch, FEAT, HID);
+    grads_ready(m, CNN_FC1, h);
     /* second pool and ReLU, then conv2: weights, bias, and its input's gradient */
     maxpool_relu_backward(m->dp2, m->i2, (size_t)batch * FEAT, m->a2, m->da2,
                           (size_t)batch * C2 * H2 * H2);
@@ -459,7 +488,7 @@ void cnn_sgd_step(cnn_net *m, float lr)
 
 /* Without the warm-up, the first steps at the full rate throw some seeds'
  * networks into a state they take epochs to leave (the linear layer sees
- * 784 large non-negative features). */
+ * 1568 large non-negative features). */
 float cnn_learning_rate(double lr0, long step, long total)
 {
     double warm = fmax(0.05 * (double)total, fmin(50.0, 0.5 * (double)total));

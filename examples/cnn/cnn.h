@@ -82,7 +82,7 @@ void cnn_gather(const cnn_dataset *d, const int *idx, int n, float *x, unsigned 
 /* ---- the network (cnn.c) ----------------------------------------------------- */
 
 /* The layers with parameters, in forward order. */
-enum { CNN_CONV1, CNN_CONV2, CNN_FC, CNN_LAYERS };
+enum { CNN_CONV1, CNN_CONV2, CNN_FC1, CNN_FC2, CNN_LAYERS };
 
 typedef struct cnn_net cnn_net;
 
