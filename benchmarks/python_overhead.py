@@ -74,7 +74,7 @@ def operator_pair(L, x, dy, mask):
     s.workspace_ = workspace.ctypes.data
     args = (dy.ctypes.data, x.ctypes.data, dw.ctypes.data, None, ctypes.byref(s), c_mask)
 
-    def direct():
+    def direct(buffers=(workspace, dw)):  # the addresses' arrays live as long as the call
         status = lib.cg_fp_conv_grad_filter_s(*args)
         assert status == 0, status
 
@@ -88,7 +88,7 @@ def weight_pair(L, x, dy, mask):
     args = (ctypes.byref(conv.struct), x.ctypes.data, dy.ctypes.data, dw.ctypes.data,
             _cores.as_c_int(mask))
 
-    def direct():
+    def direct(buffers=(conv, dw)):  # the addresses' objects live as long as the call
         status = lib.cg_conv2d_backward_weights(*args)
         assert status == 0, status
 

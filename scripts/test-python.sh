@@ -29,7 +29,6 @@ if [ -z "$library" ]; then
     echo "test-python: no $build/libconvgrad.so: build the tree (shared library) first" >&2
     exit 1
 fi
-library=$(readlink -f "$library")
 
 venv=$build/venv
 [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"

@@ -78,11 +78,13 @@ class Conv2dFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, conv, core_mask):
+        # held in names: a temporary's memory would be freed before the call
         x, weight = x.contiguous(), weight.contiguous()
+        b = None if bias is None else bias.contiguous()
         y = _new(conv.y_shape)
         conv.forward(_address(x, "input", conv.x_shape), _address(weight, "weight", conv.w_shape),
-                     None if bias is None else _address(bias.contiguous(), "bias", conv.b_shape),
-                     y.data_ptr(), core_mask)
+                     None if b is None else _address(b, "bias", conv.b_shape), y.data_ptr(),
+                     core_mask)
         ctx.save_for_backward(x, weight)
         ctx.conv, ctx.core_mask, ctx.has_bias = conv, core_mask, bias is not None
         return y

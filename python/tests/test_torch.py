@@ -123,7 +123,7 @@ def test_conv2d_module_errors():
 def test_functional_conv2d_is_differentiable():
     x = torch.randn(2, 4, 7, 6, dtype=torch.float32, requires_grad=True)
     w = torch.randn(6, 2, 3, 3, requires_grad=True)
-    b = torch.randn(6, requires_grad=True)
+    b = torch.randn(12)[::2].requires_grad_()  # not contiguous: convgrad gets a copy
     y = cgt.conv2d(x, w, b, stride=(2, 1), padding=(1, 0), groups=2)
     ref = torch.nn.functional.conv2d(x, w, b, (2, 1), (1, 0), 1, 2)
     torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
