@@ -18,7 +18,9 @@
 #     examples once more in the open in the
 #     release tree with the full default train_cnn run (it fails below its
 #     stated held-out accuracy), and a 30 s fixed-seed convgrad-stress run in
-#     the asan and tsan trees; ctest also checks the version and that the
+#     the asan and tsan trees; the Python package's pytest suite and a
+#     short Fashion-MNIST training in the release tree
+#     (scripts/test-python.sh); ctest also checks the version and that the
 #     shared library exports exactly the header's functions;
 #  3. installs the release tree into a temporary prefix and builds a consumer
 #     against it twice, with CMake's find_package and with pkg-config
@@ -108,6 +110,7 @@ skip_examples() {
     for ex in card_shared_fp32 card_private_fp32 train_cnn; do
         skip "$ex ($1)" "$2"
     done
+    skip "python package ($1)" "$2"
 }
 
 # ctest_stage TREE [ISA]: runs ctest, with CONVGRAD_ISA=ISA when given; each
@@ -240,6 +243,7 @@ run_tree() {
             stage "$ex ($tree)" "$dir/examples/$ex"
         done
         stage "train_cnn ($tree)" "$dir/examples/train_cnn" --out "$dir/train_cnn"
+        stage "python package ($tree)" bash scripts/test-python.sh "$dir"
         ;;
     portable) ;;
     *)
