@@ -6,9 +6,10 @@
 
 CG_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # clang and libclang-rt-14-dev (libFuzzer's runtime): the fuzz tree, tests/fuzz;
-# doxygen: the API reference (target docs).
+# doxygen: the API reference (target docs); libopenmpi-dev and openmpi-bin
+# (mpirun): convgrad_mpi and its tests (docs/mpi.md).
 CG_APT_PACKAGES=(build-essential cmake pkg-config libopenblas-dev libcriterion-dev
-    clang libclang-rt-14-dev doxygen)
+    clang libclang-rt-14-dev doxygen libopenmpi-dev openmpi-bin)
 # The benchmark's peer and plots (oneDNN, gnuplot): installed by scripts/run-main.sh
 # only (cg_ensure_bench_deps); the build and the tests do without them.
 CG_BENCH_PACKAGES=(libdnnl-dev gnuplot-nox)
