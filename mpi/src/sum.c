@@ -14,14 +14,17 @@
  * caller's thread. Only the executor touches the scratch, the MPI requests
  * and the count tables, so none needs a lock; the queue and the requests'
  * done flags are under the comm's mutex. */
+#define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { TAG_STATUS = 1, TAG_PIECES = 2 }; /* a segment's pieces: TAG_PIECES + its index */
 enum { ADD_BLOCK = 256 };                /* floats added in registers' reach at a time */
@@ -49,6 +52,7 @@ struct cg_mpi_comm {
     pthread_cond_t work_ready, work_done;
     cg_mpi_request *head, *tail; /* started, not yet run: FIFO */
     int running;                 /* the executor is inside a request */
+    atomic_int caller_waits;     /* the caller is inside cg_mpi_wait() */
     int stopping;
     cg_mpi_request *free_list, *all;
     /* The executor's own: grown by the caller only while the queue is empty
@@ -179,6 +183,24 @@ static size_t scratch_floats_for(const cg_mpi_comm *c, const cgm_segment *segs, 
 
 /* ---- one request, on the executor --------------------------------------- */
 
+/* MPI_Waitall that, while the caller computes, leaves it the CPU between
+ * tests once the exchange has taken longer than SPIN_S: a blocking MPI wait
+ * would spin at full speed on a CPU the computation needs. While the caller
+ * waits, it spins. */
+static int wait_all(cg_mpi_comm *c, int n)
+{
+    const double SPIN_S = 50e-6;
+    const struct timespec pause = {0, 20000}; /* 20 us */
+    const double t0 = MPI_Wtime();
+    for (;;) {
+        int done = 0, err = MPI_Testall(n, c->mreq, &done, MPI_STATUSES_IGNORE);
+        if (err != MPI_SUCCESS || done)
+            return err;
+        if (c->threaded && !atomic_load(&c->caller_waits) && MPI_Wtime() - t0 > SPIN_S)
+            nanosleep(&pause, NULL);
+    }
+}
+
 static void request_fail_mpi(cg_mpi_request *r, const char *call, int err)
 {
     r->result = CG_ERR_MPI;
@@ -243,7 +265,7 @@ static void run_request(cg_mpi_comm *c, cg_mpi_request *r)
     r->detail[0] = '\0';
     r->peer_status[me] = r->local;
     err = post_exchange(c, r, &nreq);
-    const int waited = MPI_Waitall(nreq, c->mreq, MPI_STATUSES_IGNORE);
+    const int waited = wait_all(c, nreq);
     if (err != MPI_SUCCESS || waited != MPI_SUCCESS) {
         request_fail_mpi(r, err != MPI_SUCCESS ? "MPI_Isend/MPI_Irecv" : "MPI_Waitall",
                          err != MPI_SUCCESS ? err : waited);
@@ -274,7 +296,7 @@ static void run_request(cg_mpi_comm *c, cg_mpi_request *r)
             return;
         }
     }
-    if ((err = MPI_Waitall(r->nseg, c->mreq, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
+    if ((err = wait_all(c, r->nseg)) != MPI_SUCCESS)
         request_fail_mpi(r, "MPI_Waitall", err);
 }
 
@@ -554,10 +576,12 @@ CGM_API cg_status cg_mpi_wait(cg_mpi_request *req)
         return cgm_ok();
     cg_mpi_comm *c = req->comm;
     if (c->threaded) {
+        atomic_store(&c->caller_waits, 1);
         pthread_mutex_lock(&c->lock);
         while (!req->done)
             pthread_cond_wait(&c->work_done, &c->lock);
         pthread_mutex_unlock(&c->lock);
+        atomic_store(&c->caller_waits, 0);
     } else {
         run_queue_here(c, req);
     }
