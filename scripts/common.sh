@@ -9,7 +9,7 @@ CG_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # doxygen: the API reference (target docs); libopenmpi-dev and openmpi-bin
 # (mpirun): convgrad_mpi and its tests (docs/mpi.md).
 CG_APT_PACKAGES=(build-essential cmake pkg-config libopenblas-dev libcriterion-dev
-    clang libclang-rt-14-dev doxygen libopenmpi-dev openmpi-bin)
+    clang libclang-rt-14-dev doxygen zlib1g-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin)
 # The benchmark's peer and plots (oneDNN, gnuplot): installed by scripts/run-main.sh
 # only (cg_ensure_bench_deps); the build and the tests do without them.
 CG_BENCH_PACKAGES=(libdnnl-dev gnuplot-nox)
@@ -48,7 +48,8 @@ cg_ensure_deps() {
     echo "packages: missing: $missing"
     if ! command -v apt-get >/dev/null 2>&1; then
         echo "no apt-get here: install the equivalents of ${CG_APT_PACKAGES[*]}" \
-            "(a C compiler, make, CMake >= 3.18, pkg-config, OpenBLAS, Criterion, doxygen)" \
+            "(a C compiler, make, CMake >= 3.18, pkg-config, OpenBLAS, Criterion, doxygen, zlib," \
+            "Fashion-MNIST's gzip'd idx files)" \
             "and rerun" >&2
         return 1
     fi

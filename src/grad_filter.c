@@ -136,9 +136,11 @@ static float direct_beta(const cg_weights_call *c)
 
 typedef struct share {
     int by_columns;
-    int64_t slices;      /* of the whole sum (1 when by columns) */
-    int64_t first, last; /* this core's column units, or slices */
-    int64_t kc;          /* general path: rows a pass */
+    int64_t slices;                            /* of the whole sum (1 when by columns) */
+    int64_t first, last;                       /* this core's column units, or slices */
+    int in_team;                               /* by slices, one slice shared by several cores */
+    int64_t team_units_first, team_units_last; /* in a team: its column units */
+    int64_t kc;                                /* general path: rows a pass */
     int64_t pack_floats; /* the packing's (or depthwise accumulators') scratch */
     int64_t part_floats; /* then this core's slices' partials */
 } share;
@@ -187,13 +189,54 @@ static int64_t slices_pack_floats(const cg_plan *p, int64_t kc)
                                         : cg_general_scratch_floats(p, kc, &all);
 }
 
+/* By slices with more cores than slices (general path): slice i's team is
+ * the cores cg_split_range(members, i, slices) gives, which split its
+ * column units; the team's first core holds the slice's partial. A column
+ * cut changes no element's sum, so the bits stay those of a core a slice. */
+static int slices_in_teams(const cg_plan *p, int64_t slices, int members)
+{
+    return members > slices && p->path != CG_PATH_DEPTHWISE;
+}
+
+/* The first core of slice i's team. */
+static int team_holder(int64_t slices, int members, int64_t i)
+{
+    int64_t first, last;
+    cg_split_range(members, (int)i, (int)slices, &first, &last);
+    return (int)first;
+}
+
+static void join_team(const cg_plan *p, int rank, int members, share *s)
+{
+    for (int64_t i = 0; i < s->slices; i++) {
+        int64_t first, last;
+        cg_split_range(members, (int)i, (int)s->slices, &first, &last);
+        if (rank >= first && rank < last) {
+            s->first = i;
+            s->last = i + 1;
+            s->in_team = 1;
+            cg_split_range(cg_column_units(p), (int)(rank - first), (int)(last - first),
+                           &s->team_units_first, &s->team_units_last);
+            return;
+        }
+    }
+}
+
 static share plan_share(const cg_weights_call *c, int rank, int members)
 {
     const cg_plan *p = &c->plan;
     share s = {.by_columns = cg_split_by_columns(p), .slices = cg_sum_slices(p)};
     s.kc = pass_rows(c, s.slices);
-    cg_split_range(s.by_columns ? cg_column_units(p) : s.slices, rank, members, &s.first, &s.last);
-    if (s.by_columns) {
+    if (!s.by_columns && slices_in_teams(p, s.slices, members))
+        join_team(p, rank, members, &s);
+    else
+        cg_split_range(s.by_columns ? cg_column_units(p) : s.slices, rank, members, &s.first,
+                       &s.last);
+    if (s.in_team) {
+        const int holds = rank == team_holder(s.slices, members, s.first);
+        s.pack_floats = slices_pack_floats(p, s.kc);
+        s.part_floats = holds && !whole_into_out(c, &s) ? (int64_t)p->dw_elems : 0;
+    } else if (s.by_columns) {
         s.pack_floats = columns_pack_floats(p, s.kc, s.first, s.last);
     } else if (s.first < s.last) {
         s.pack_floats = slices_pack_floats(p, s.kc);
@@ -227,6 +270,30 @@ static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, float
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
 }
 
+/* Block b of dw summed over rows [r0, r1) into its place in dw_like (a dw). */
+static void block_sum(const cg_weights_call *c, const share *s, const cg_dw_block *b, int64_t r0,
+                      int64_t r1, float *scratch, float beta, float *dw_like)
+{
+    const cg_plan *p = &c->plan;
+    const int64_t at = b->group_first * p->cout_g * p->row_len;
+    const cg_trace_mark since = cg_trace_start();
+    cg_general_rows(p, c->dy, c->x, b, r0, r1, s->kc, scratch, beta, dw_like + at);
+    cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
+}
+
+/* In a team: its slice's sum over the team's column units, at their places
+ * in dw_like (the holder's partial, or out_dw). */
+static void team_slice(const cg_weights_call *c, const share *s, float *scratch, float beta,
+                       float *dw_like)
+{
+    int64_t r0, r1;
+    cg_split_range(c->plan.rows, (int)s->first, (int)s->slices, &r0, &r1);
+    for (int64_t u = s->team_units_first; u < s->team_units_last;) {
+        const cg_dw_block b = next_column_block(&c->plan, &u, s->team_units_last);
+        block_sum(c, s, &b, r0, r1, scratch, beta, dw_like);
+    }
+}
+
 /* By columns: this core's blocks of dw over every row of the sum, added
  * straight into out_dw (direct_out), or staged at their places in
  * `staging` (a dw) and finished from there. */
@@ -236,14 +303,11 @@ static void columns_share(const cg_weights_call *c, const share *s, float *scrat
     float *direct = direct_out(c);
     for (int64_t u = s->first; u < s->last;) {
         cg_dw_block b = next_column_block(p, &u, s->last);
-        const int64_t at = b.group_first * p->cout_g * p->row_len;
-        cg_trace_mark since = cg_trace_start();
-        cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s->kc, scratch,
-                        direct ? direct_beta(c) : 0.0f, direct ? direct + at : staging + at);
-        cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
+        block_sum(c, s, &b, 0, p->rows, scratch, direct ? direct_beta(c) : 0.0f,
+                  direct ? direct : staging);
         if (direct)
             continue;
-        since = cg_trace_start();
+        const cg_trace_mark since = cg_trace_start();
         for (int64_t row = b.group_first * p->cout_g; row < b.group_last * p->cout_g; row++) {
             size_t e = (size_t)(row * p->row_len + b.col_first);
             finish_into_out(c, e, staging + e, (size_t)(b.col_last - b.col_first));
@@ -259,7 +323,11 @@ static void reduce_slices(const cg_weights_call *c, const share *s, int rank)
 {
     const float *part[CG_MAX_SLICES];
     const int64_t pack = slices_pack_floats(&c->plan, s->kc); /* this core may have none */
-    for (int r = 0; r < c->core_num; r++) {
+    for (int64_t i = 0; s->in_team && i < s->slices; i++)
+        part[i] =
+            (const float *)cm_scratch_of(c->core_mask, team_holder(s->slices, c->core_num, i)) +
+            pack;
+    for (int r = 0; !s->in_team && r < c->core_num; r++) {
         int64_t first, last;
         cg_split_range(s->slices, r, c->core_num, &first, &last);
         for (int64_t i = first; i < last; i++)
@@ -294,10 +362,16 @@ cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err)
         columns_share(c, &s, scratch,
                       c->workspace ? c->workspace + (size_t)rank * p->dw_elems : NULL);
     } else if (whole_into_out(c, &s)) {
-        if (s.first < s.last)
+        if (s.in_team)
+            team_slice(c, &s, scratch, direct_beta(c), direct_out(c));
+        else if (s.first < s.last)
             sum_slice(c, &s, 0, scratch, direct_beta(c), direct_out(c));
     } else {
-        for (int64_t i = s.first; i < s.last; i++)
+        if (s.in_team) {
+            float *held = cm_scratch_of(c->core_mask, team_holder(s.slices, c->core_num, s.first));
+            team_slice(c, &s, scratch, 0.0f, held + s.pack_floats);
+        }
+        for (int64_t i = s.first; !s.in_team && i < s.last; i++)
             sum_slice(c, &s, i, scratch, 0.0f,
                       scratch + s.pack_floats + (i - s.first) * (int64_t)p->dw_elems);
         cm_bar_all(c->core_mask, 1); /* every slice's partial written */

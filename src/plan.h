@@ -80,8 +80,10 @@ const char *cg_path_name(cg_path path);
  * core_mask, so every mask gives the same bits (and `_p` those of `_s`):
  * - by slices: the rows of the sum are cut into cg_sum_slices() slices,
  *   each summed from zero into its own partial dw, and the partials are
- *   added in slice order; cores take whole slices. Wherever 4 slices' or
- *   more partials fit in 4 MiB, and wherever dw's rows are short;
+ *   added in slice order; cores take whole slices, or with more cores than
+ *   slices share each slice's column units (grad_filter.c, a column cut
+ *   changes no element's sum). Wherever 4 slices' or more partials fit in
+ *   4 MiB, and wherever dw's rows are short;
  * - else by columns: each core owns column units of dw and sums them over
  *   every row of the sum, in passes fixed by the shape; no partial, no
  *   reduction. */
