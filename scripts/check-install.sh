@@ -92,16 +92,21 @@ check_loads() {
     esac
 }
 
+# configure_consumer SOURCE_DIR BUILD_DIR: a consumer project configured
+# against the prefix. Only the temporary prefix may provide convgrad: no
+# package registry.
+configure_consumer() {
+    cmake -S "$1" -B "$2" \
+        -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$prefix" \
+        -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+        -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
+        -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags"
+}
+
 echo
 echo "check-install: consumer 1: CMake, find_package(convgrad)"
-
-# Only the temporary prefix may provide convgrad: no package registry.
-cmake -S "$CG_ROOT/tests/install_consumer" -B "$tmp/consumer" \
-    -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$prefix" \
-    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
-    -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
-    -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags"
+configure_consumer "$CG_ROOT/tests/install_consumer" "$tmp/consumer"
 found=$(sed -n 's/^convgrad_DIR:[A-Z]*=//p' "$tmp/consumer/CMakeCache.txt")
 case "$found" in
 "$prefix"/*) echo "check-install: find_package(convgrad) used $found" ;;
@@ -153,12 +158,7 @@ if [ "$has_mpi" = 1 ]; then
     mpirun_2=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np 2)
     echo
     echo "check-install: consumer 3: CMake, find_package(convgrad COMPONENTS mpi)"
-    cmake -S "$CG_ROOT/tests/install_consumer_mpi" -B "$tmp/consumer-mpi" \
-        -DCMAKE_BUILD_TYPE=Release \
-        -DCMAKE_PREFIX_PATH="$prefix" \
-        -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
-        -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
-        -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags"
+    configure_consumer "$CG_ROOT/tests/install_consumer_mpi" "$tmp/consumer-mpi"
     cmake --build "$tmp/consumer-mpi" -j"$(nproc)"
     check_loads "$tmp/consumer-mpi/consumer_mpi" libconvgrad_mpi
     "${mpirun_2[@]}" "$tmp/consumer-mpi/consumer_mpi"
