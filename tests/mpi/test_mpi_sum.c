@@ -3,7 +3,7 @@
  *   - the sum's bits are those of adding the ranks' buffers in rank order
  *     0..P-1, on every rank, for n = 0, 1, below, at and above P, and large;
  *   - several sums in flight at once, waited for in any order, with a
- *     blocking sum between;
+ *     blocking sum and the caller's own MPI call between;
  *   - the started sum progresses while the caller is not in MPI: the wait
  *     after a pause as long as the blocking sum takes clearly less than it.
  *
@@ -96,6 +96,9 @@ static void test_in_flight(cg_mpi_comm *c, float *tmp)
         case_make(&k[i], 100 + i, sizes[i], tmp);
         CHECK_OK(cg_mpi_sum_start(c, k[i].buf, k[i].n, &req[i]));
     }
+    /* the caller's own MPI calls while they are in flight (Open MPI may
+     * progress them from here) */
+    MPI_Barrier(MPI_COMM_WORLD);
     /* a blocking sum behind them */
     sum_case b;
     case_make(&b, 200, 777, tmp);
