@@ -339,21 +339,16 @@ static double tree_s(int P, double n, double alpha, double beta)
     return 2.0 * ceil(log2((double)P)) * (alpha + n * beta);
 }
 
-static int model(const options *o)
+/* Least squares of sum_s = alpha 2(P-1) + beta 2(P-1)/P bytes over the rows
+ * measured on P ranks; the number of rows used (0: too few to fit). */
+static int fit(const row *rows, int n, int P, double *alpha, double *beta)
 {
-    static row rows[MAX_ROWS];
-    const int n = read_rows(o->out, rows, MAX_ROWS);
-    if (n <= 0) {
-        fprintf(stderr, "convgrad-bench-mpi --model: no mpi_np*.csv rows in %s\n", o->out);
-        return 1;
-    }
-    /* least squares of sum_s = alpha * 2(P-1) + beta * 2(P-1)/P * bytes over P >= 2 */
     double saa = 0, sab = 0, sbb = 0, sat = 0, sbt = 0;
     int used = 0;
     for (int i = 0; i < n; i++) {
-        if (rows[i].P < 2 || rows[i].sum_s <= 0)
+        if (rows[i].P != P || rows[i].sum_s <= 0)
             continue;
-        const double a = 2.0 * (rows[i].P - 1), b = a / rows[i].P * rows[i].bytes;
+        const double a = 2.0 * (P - 1), b = a / P * rows[i].bytes;
         saa += a * a;
         sab += a * b;
         sbb += b * b;
@@ -362,21 +357,53 @@ static int model(const options *o)
         used++;
     }
     const double det = saa * sbb - sab * sab;
-    if (used < 2 || det == 0) {
-        fprintf(stderr, "convgrad-bench-mpi --model: needs sums measured on 2+ ranks\n");
+    if (used < 2 || det <= 1e-12 * saa * sbb)
+        return 0;
+    *alpha = (sat * sbb - sbt * sab) / det;
+    *beta = (saa * sbt - sab * sat) / det;
+    return used;
+}
+
+static int model(const options *o)
+{
+    static row rows[MAX_ROWS];
+    const int n = read_rows(o->out, rows, MAX_ROWS);
+    if (n <= 0) {
+        fprintf(stderr, "convgrad-bench-mpi --model: no mpi_np*.csv rows in %s\n", o->out);
         return 1;
     }
-    const double alpha = (sat * sbb - sbt * sab) / det, beta = (saa * sbt - sab * sat) / det;
-    printf("loopback fit over %d sums: alpha %.2f us, beta %.3f ns/byte (%.2f GB/s)\n", used,
-           alpha * 1e6, beta * 1e9, 1.0 / beta / 1e9);
-    printf("%-14s %2s %10s %10s %10s %6s\n", "layer", "P", "bytes", "sum ms", "model ms", "err");
-    for (int i = 0; i < n; i++)
-        if (rows[i].P >= 2 && rows[i].sum_s > 0) {
-            const double m = ring_s(rows[i].P, rows[i].bytes, alpha, beta);
-            printf("%-14s %2d %10.0f %10.3f %10.3f %5.0f%%\n", rows[i].layer, rows[i].P,
-                   rows[i].bytes, 1e3 * rows[i].sum_s, 1e3 * m,
-                   100.0 * (m - rows[i].sum_s) / rows[i].sum_s);
+    /* alpha and beta at each rank count alone: 4 ranks on 2 CPUs share them */
+    double alpha = 0, beta = 0;
+    int fitted = 0;
+    for (int P = 2; P <= 64; P++) {
+        double a, b;
+        const int used = fit(rows, n, P, &a, &b);
+        if (!used)
+            continue;
+        printf("loopback fit on %d ranks over %d sums: alpha %.2f us, beta %.3f ns/byte "
+               "(%.2f GB/s)\n",
+               P, used, a * 1e6, b * 1e9, 1.0 / b / 1e9);
+        printf("%-14s %2s %10s %10s %10s %6s\n", "layer", "P", "bytes", "sum ms", "model ms",
+               "err");
+        for (int i = 0; i < n; i++)
+            if (rows[i].P == P && rows[i].sum_s > 0) {
+                const double m = ring_s(P, rows[i].bytes, a, b);
+                printf("%-14s %2d %10.0f %10.3f %10.3f %5.0f%%\n", rows[i].layer, P, rows[i].bytes,
+                       1e3 * rows[i].sum_s, 1e3 * m, 100.0 * (m - rows[i].sum_s) / rows[i].sum_s);
+            }
+        if (!fitted++) {
+            alpha = a;
+            beta = b;
         }
+    }
+    if (!fitted) {
+        fprintf(stderr, "convgrad-bench-mpi --model: needs sums of 2+ sizes measured on 2+ "
+                        "ranks\n");
+        return 1;
+    }
+    printf("(the fewest ranks' fit, alpha %.2f us and %.2f GB/s, is loopback's: shared "
+           "memory, not a network)\n",
+           alpha * 1e6, 1.0 / beta / 1e9);
     static const int nodes[] = {8, 16, 32, 64};
     for (int k = 0; k < o->nnets; k++) {
         const network *net = &o->nets[k];

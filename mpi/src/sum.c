@@ -318,13 +318,7 @@ static cg_mpi_request *dequeue(cg_mpi_comm *c)
 /* Runs r (taken by dequeue) and marks it done (takes the lock). */
 static void run_and_finish(cg_mpi_comm *c, cg_mpi_request *r)
 {
-    if (c->size > 1)
-        run_request(c, r);
-    else {
-        r->result = r->local;
-        snprintf(r->detail, sizeof r->detail, "%s",
-                 r->local == CG_OK ? "" : cg_mpi_status_message(r->local));
-    }
+    run_request(c, r);
     pthread_mutex_lock(&c->lock);
     r->done = 1;
     c->running = 0;
@@ -534,8 +528,16 @@ cg_status cgm_start(cg_mpi_comm *c, const cgm_segment *segs, int nseg, cg_status
     memcpy(r->seg, segs, (size_t)nseg * sizeof *segs);
     r->nseg = nseg;
     r->local = (int)local;
-    r->done = 0;
     r->next = NULL;
+    *req = r;
+    if (c->size == 1) { /* the sum is the buffer itself: done, with no message */
+        r->result = local;
+        snprintf(r->detail, sizeof r->detail, "%s",
+                 local == CG_OK ? "" : cg_mpi_status_message(local));
+        r->done = 1;
+        return cgm_ok();
+    }
+    r->done = 0;
     pthread_mutex_lock(&c->lock);
     if (c->tail)
         c->tail->next = r;
@@ -544,7 +546,6 @@ cg_status cgm_start(cg_mpi_comm *c, const cgm_segment *segs, int nseg, cg_status
     c->tail = r;
     pthread_cond_signal(&c->work_ready);
     pthread_mutex_unlock(&c->lock);
-    *req = r;
     return cgm_ok();
 }
 
