@@ -19,12 +19,12 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { TAG_STATUS = 1, TAG_PIECES = 2 }; /* a segment's pieces: TAG_PIECES + its index */
 enum { ADD_BLOCK = 256 };                /* floats added in registers' reach at a time */
@@ -183,21 +183,19 @@ static size_t scratch_floats_for(const cg_mpi_comm *c, const cgm_segment *segs, 
 
 /* ---- one request, on the executor --------------------------------------- */
 
-/* MPI_Waitall that, while the caller computes, leaves it the CPU between
- * tests once the exchange has taken longer than SPIN_S: a blocking MPI wait
- * would spin at full speed on a CPU the computation needs. While the caller
- * waits, it spins. */
+/* MPI_Waitall that yields the CPU between tests while the caller computes: a
+ * blocking MPI wait would hold a CPU the computation may need, and a sleep
+ * between tests would hold back the exchange when the CPU is free (shared
+ * memory moves in fragments, one per test). While the caller waits, it
+ * just tests. */
 static int wait_all(cg_mpi_comm *c, int n)
 {
-    const double SPIN_S = 50e-6;
-    const struct timespec pause = {0, 20000}; /* 20 us */
-    const double t0 = MPI_Wtime();
     for (;;) {
         int done = 0, err = MPI_Testall(n, c->mreq, &done, MPI_STATUSES_IGNORE);
         if (err != MPI_SUCCESS || done)
             return err;
-        if (c->threaded && !atomic_load(&c->caller_waits) && MPI_Wtime() - t0 > SPIN_S)
-            nanosleep(&pause, NULL);
+        if (c->threaded && !atomic_load(&c->caller_waits))
+            sched_yield();
     }
 }
 
