@@ -3,16 +3,16 @@
  *
  * The sum: buf is cut into P chunks by n and P alone; every rank sends each
  * peer that peer's chunk and receives every peer's copy of its own, adds the
- * P copies in rank order 0..P-1, and the summed chunks are gathered back.
- * MPI moves the floats but never adds them, so the bits depend on the inputs
- * and P only. Every rank also sends every peer its status with its pieces, so
- * a rank that failed before the sum makes all of them skip it and fail alike.
+ * P copies in rank order 0..P-1, and sends its summed chunk to every peer.
+ * MPI moves the floats (point-to-point messages) but never adds them, so the
+ * bits depend on the inputs and P only. Every rank also sends every peer its status with its
+ * pieces, so a rank that failed before the sum makes all of them skip it and fail alike.
  *
  * Requests run one after another, in the order they were started, on one
  * executor: the comm's own thread when MPI gives MPI_THREAD_MULTIPLE (it makes
  * the MPI calls while the caller computes), else cg_mpi_wait() in the
- * caller's thread. Only the executor touches the scratch, the MPI requests
- * and the count tables, so none needs a lock; the queue and the requests'
+ * caller's thread. Only the executor touches the scratch and the MPI
+ * requests, so neither needs a lock; the queue and the requests'
  * done flags are under the comm's mutex. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TAG_STATUS = 1, TAG_PIECES = 2 }; /* a segment's pieces: TAG_PIECES + its index */
-enum { ADD_BLOCK = 256 };                /* floats added in registers' reach at a time */
+enum { TAG_STATUS = 1, TAG_SCATTER = 2, TAG_GATHER = 2 + CGM_MAX_SEGMENTS }; /* + a segment */
+enum { ADD_BLOCK = 256 }; /* floats added in registers' reach at a time */
 
 struct cg_mpi_request {
     cg_mpi_comm *comm;
@@ -60,8 +60,6 @@ struct cg_mpi_comm {
     float *scratch; /* the peers' copies of this rank's chunks */
     size_t scratch_floats;
     MPI_Request *mreq; /* 2 (P - 1) (1 + CGM_MAX_SEGMENTS) */
-    int *counts;       /* [CGM_MAX_SEGMENTS][P] */
-    int *displs;       /* [CGM_MAX_SEGMENTS][P] */
 };
 
 /* ---- the calling thread's detail --------------------------------------- */
@@ -205,44 +203,74 @@ static void request_fail_mpi(cg_mpi_request *r, const char *call, int err)
     cgm_mpi_error_text(r->detail, sizeof r->detail, call, err);
 }
 
-/* Posts the status messages and the pieces of every segment; nreq gets the
- * MPI requests' count. */
-static int post_exchange(cg_mpi_comm *c, cg_mpi_request *r, int *nreq)
+/* The two exchanges of a sum: every rank's copy of each chunk to the chunk's
+ * rank (into the scratch), then each summed chunk from its rank to every
+ * rank (in place). Point-to-point both, tested by wait_all as the statuses. */
+enum exchange { SCATTER, GATHER };
+
+/* Posts the exchange's messages of every segment from mreq[*k] on. */
+static int post_chunks(cg_mpi_comm *c, cg_mpi_request *r, enum exchange x, int *k)
 {
     const int P = c->size, me = c->rank;
-    int k = 0, err;
-    for (int q = 0; q < P; q++) {
-        if (q == me)
-            continue;
-        if ((err = MPI_Irecv(&r->peer_status[q], 1, MPI_INT, q, TAG_STATUS, c->work,
-                             &c->mreq[k++])) != MPI_SUCCESS ||
-            (err = MPI_Isend(&r->local, 1, MPI_INT, q, TAG_STATUS, c->work, &c->mreq[k++])) !=
-                MPI_SUCCESS)
-            goto out;
-    }
     float *slots = c->scratch;
     for (int s = 0; s < r->nseg; s++) {
         const cgm_segment *g = &r->seg[s];
-        const size_t own = chunk_len(g->n, P, me);
+        const size_t own = chunk_len(g->n, P, me), own_start = chunk_start(g->n, P, me);
+        const int tag = (x == SCATTER ? TAG_SCATTER : TAG_GATHER) + s;
         for (int q = 0; q < P; q++) {
-            const size_t theirs = chunk_len(g->n, P, q);
             if (q == me)
                 continue;
-            if (own > 0 &&
-                (err = MPI_Irecv(slots + (size_t)slot_of(q, me) * own, (int)own, MPI_FLOAT, q,
-                                 TAG_PIECES + s, c->work, &c->mreq[k++])) != MPI_SUCCESS)
-                goto out;
-            if (theirs > 0 &&
-                (err = MPI_Isend(g->buf + chunk_start(g->n, P, q), (int)theirs, MPI_FLOAT, q,
-                                 TAG_PIECES + s, c->work, &c->mreq[k++])) != MPI_SUCCESS)
-                goto out;
+            const size_t theirs = chunk_len(g->n, P, q), theirs_start = chunk_start(g->n, P, q);
+            /* SCATTER: receive q's copy of my chunk, send q my copy of its chunk;
+             * GATHER: receive q's summed chunk, send q mine */
+            float *in = x == SCATTER ? slots + (size_t)slot_of(q, me) * own : g->buf + theirs_start;
+            const size_t in_len = x == SCATTER ? own : theirs;
+            float *out = g->buf + (x == SCATTER ? theirs_start : own_start);
+            const size_t out_len = x == SCATTER ? theirs : own;
+            int err;
+            if (in_len > 0 && (err = MPI_Irecv(in, (int)in_len, MPI_FLOAT, q, tag, c->work,
+                                               &c->mreq[(*k)++])) != MPI_SUCCESS)
+                return err;
+            if (out_len > 0 && (err = MPI_Isend(out, (int)out_len, MPI_FLOAT, q, tag, c->work,
+                                                &c->mreq[(*k)++])) != MPI_SUCCESS)
+                return err;
         }
         slots += (size_t)(P - 1) * own;
     }
-    err = MPI_SUCCESS;
-out:
-    *nreq = k;
-    return err;
+    return MPI_SUCCESS;
+}
+
+/* Posts the status messages from mreq[*k] on. */
+static int post_statuses(cg_mpi_comm *c, cg_mpi_request *r, int *k)
+{
+    for (int q = 0; q < c->size; q++) {
+        if (q == c->rank)
+            continue;
+        int err;
+        if ((err = MPI_Irecv(&r->peer_status[q], 1, MPI_INT, q, TAG_STATUS, c->work,
+                             &c->mreq[(*k)++])) != MPI_SUCCESS ||
+            (err = MPI_Isend(&r->local, 1, MPI_INT, q, TAG_STATUS, c->work, &c->mreq[(*k)++])) !=
+                MPI_SUCCESS)
+            return err;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Runs one exchange (with the statuses too for SCATTER); 0 or the request's
+ * MPI failure recorded. */
+static int exchange(cg_mpi_comm *c, cg_mpi_request *r, enum exchange x)
+{
+    int k = 0;
+    int err = x == SCATTER ? post_statuses(c, r, &k) : MPI_SUCCESS;
+    if (err == MPI_SUCCESS)
+        err = post_chunks(c, r, x, &k);
+    const int waited = wait_all(c, k); /* what was posted, even after a failure */
+    if (err != MPI_SUCCESS || waited != MPI_SUCCESS) {
+        request_fail_mpi(r, err != MPI_SUCCESS ? "MPI_Isend/MPI_Irecv" : "MPI_Testall",
+                         err != MPI_SUCCESS ? err : waited);
+        return -1;
+    }
+    return 0;
 }
 
 /* The lowest rank whose status is not CG_OK, or -1. The same on every rank:
@@ -258,17 +286,11 @@ static int first_failed_rank(const cg_mpi_request *r, int P)
 static void run_request(cg_mpi_comm *c, cg_mpi_request *r)
 {
     const int P = c->size, me = c->rank;
-    int nreq = 0, err;
     r->result = CG_OK;
     r->detail[0] = '\0';
     r->peer_status[me] = r->local;
-    err = post_exchange(c, r, &nreq);
-    const int waited = wait_all(c, nreq);
-    if (err != MPI_SUCCESS || waited != MPI_SUCCESS) {
-        request_fail_mpi(r, err != MPI_SUCCESS ? "MPI_Isend/MPI_Irecv" : "MPI_Waitall",
-                         err != MPI_SUCCESS ? err : waited);
+    if (exchange(c, r, SCATTER) != 0)
         return;
-    }
     const int failed = first_failed_rank(r, P);
     if (failed >= 0) {
         r->result = (cg_status)r->peer_status[failed];
@@ -282,20 +304,8 @@ static void run_request(cg_mpi_comm *c, cg_mpi_request *r)
         const size_t own = chunk_len(g->n, P, me);
         add_in_rank_order(g->buf + chunk_start(g->n, P, me), slots, own, P, me);
         slots += (size_t)(P - 1) * own;
-        int *counts = c->counts + (size_t)s * P, *displs = c->displs + (size_t)s * P;
-        for (int q = 0; q < P; q++) {
-            counts[q] = (int)chunk_len(g->n, P, q);
-            displs[q] = (int)chunk_start(g->n, P, q);
-        }
-        if ((err = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g->buf, counts, displs,
-                                   MPI_FLOAT, c->work, &c->mreq[s])) != MPI_SUCCESS) {
-            MPI_Waitall(s, c->mreq, MPI_STATUSES_IGNORE);
-            request_fail_mpi(r, "MPI_Iallgatherv", err);
-            return;
-        }
     }
-    if ((err = wait_all(c, r->nseg)) != MPI_SUCCESS)
-        request_fail_mpi(r, "MPI_Waitall", err);
+    exchange(c, r, GATHER);
 }
 
 /* ---- the executor --------------------------------------------------------- */
@@ -379,8 +389,6 @@ static void comm_free(cg_mpi_comm *c)
     }
     free(c->scratch);
     free(c->mreq);
-    free(c->counts);
-    free(c->displs);
     pthread_cond_destroy(&c->work_done);
     pthread_cond_destroy(&c->work_ready);
     pthread_mutex_destroy(&c->lock);
@@ -429,9 +437,7 @@ CGM_API cg_status cg_mpi_comm_create(MPI_Comm comm, cg_mpi_comm **out)
     MPI_Comm_size(c->work, &c->size);
     const size_t P = (size_t)c->size;
     c->mreq = malloc(2 * P * (1 + CGM_MAX_SEGMENTS) * sizeof *c->mreq);
-    c->counts = malloc(CGM_MAX_SEGMENTS * P * sizeof *c->counts);
-    c->displs = malloc(CGM_MAX_SEGMENTS * P * sizeof *c->displs);
-    int ok = c->mreq && c->counts && c->displs;
+    int ok = c->mreq != NULL;
     c->threaded = level == MPI_THREAD_MULTIPLE;
     if (ok && c->threaded && pthread_create(&c->thread, NULL, executor_thread, c) != 0)
         ok = 0;
