@@ -85,7 +85,6 @@ if(CONVGRAD_MPI)
     DESTINATION ${CONVGRAD_CMAKE_INSTALL_DIR})
   # MPI's own flags: through its pkg-config module where it has one (Open
   # MPI: ompi-c, MPICH: mpich), else the flags CMake's FindMPI found.
-  find_package(PkgConfig QUIET)
   pkg_search_module(CONVGRAD_MPI_PC QUIET ompi-c mpich mpi-c)
   set(CONVGRAD_MPI_PC_REQUIRES "")
   set(CONVGRAD_MPI_PC_CFLAGS "")
