@@ -27,7 +27,7 @@
 #include <string.h>
 
 enum { TAG_STATUS = 1, TAG_SCATTER = 2, TAG_GATHER = 2 + CGM_MAX_SEGMENTS }; /* + a segment */
-enum { ADD_BLOCK = 256 }; /* floats added in registers' reach at a time */
+enum { ADD_BLOCK = 256 }; /* floats summed at a time, in a buffer that stays in L1 */
 
 struct cg_mpi_request {
     cg_mpi_comm *comm;
@@ -150,9 +150,9 @@ static int slot_of(int q, int rank)
     return q < rank ? q : q - 1;
 }
 
-/* own += nothing: own becomes copy 0 + copy 1 + ... + copy P-1, added in that
- * order, where copy `rank` is own itself and the others are slots of len
- * floats in pieces. */
+/* own becomes copy 0 + copy 1 + ... + copy P-1, added in that order, where
+ * copy `rank` is own itself and the others are slots of len floats in
+ * pieces. */
 static void add_in_rank_order(float *own, const float *pieces, size_t len, int P, int rank)
 {
     for (size_t i0 = 0; i0 < len; i0 += ADD_BLOCK) {
