@@ -9,11 +9,14 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The fields that must agree, one int each. */
-#define AGREED_FIELDS(X)                                                                           \
-    X(layout)                                                                                      \
-    X(in_h) X(in_w) X(in_c) X(out_c) X(kernel_h) X(kernel_w) X(groups) X(stride_h) X(stride_w)     \
-        X(dilation_h) X(dilation_w) X(pad_top) X(pad_bottom) X(pad_left) X(pad_right)
+/* The fields that must agree, one int each. (clang-format would reflow the
+ * list on every run.) */
+/* clang-format off */
+#define AGREED_FIELDS(X)                                                            \
+    X(layout) X(in_h) X(in_w) X(in_c) X(out_c) X(kernel_h) X(kernel_w) X(groups)   \
+    X(stride_h) X(stride_w) X(dilation_h) X(dilation_w)                             \
+    X(pad_top) X(pad_bottom) X(pad_left) X(pad_right)
+/* clang-format on */
 #define FIELD_INDEX(f) FIELD_##f,
 enum { AGREED_FIELDS(FIELD_INDEX) FIELD_HAS_DB, NFIELDS };
 #define FIELD_NAME(f) #f,
