@@ -19,23 +19,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "bench_common.h"
 #include "convgrad.h"
 #include "tool_info.h"
-
-/* One convolution of the layer set (built in, or read by --shapes). ph, pw are
- * the top and left pads; dil_h, dil_w count from 1 (1 = none), as the library's. */
-typedef struct bench_layer {
-    const char *name;
-    int n, h, w, cin, cout, kh, kw, sh, sw, ph, pw, dil_h, dil_w, group;
-    int oh, ow; /* 0: the forward formula's, with pads ph, pw on both sides */
-} bench_layer;
-
-/* The layer's shape, with its output size. */
-typedef struct bench_shape {
-    int n, h, w, cin, cout, kh, kw, sh, sw, ph, pw, dil_h, dil_w, group;
-    int oh, ow;
-    int pad_r, pad_d; /* the far-side pads that make the forward formula give oh, ow exactly */
-} bench_shape;
 
 /* ---- shapes.c ------------------------------------------------------------ */
 /* Reads the layers of a --shapes file (one benchdnn descriptor a line, e.g.
@@ -46,7 +32,6 @@ int bench_read_shapes(const char *path, bench_layer **layers, int *n, char *err,
 
 double bench_now(void); /* monotonic seconds */
 void bench_sleep_ms(double ms);
-double bench_median(double *v, int n); /* sorts v */
 
 /* ---- limits.c ---------------------------------------------------------- */
 typedef struct fma_result {
@@ -130,9 +115,6 @@ int onednn_train_dw_ohwi(onednn_train *c, float *dw);
 void onednn_train_destroy(onednn_train *c);
 
 /* ---- main.c: the layer set, the results, the report helpers ------------- */
-/* The run's layer set: the built-in one, or --shapes's. */
-extern const bench_layer *bench_layers;
-extern int bench_nlayers;
 enum { BENCH_MAX_LAYERS = 4096 };
 
 enum impl { IMPL_CONVGRAD, IMPL_ONEDNN, IMPL_BASELINE, NIMPL };
@@ -141,7 +123,6 @@ enum dtype { DT_FP32, DT_FP16 };
 const char *impl_label(int impl,
                        int dtype); /* "convgrad", "convgrad-fp16", "oneDNN", "im2col+BLAS" */
 const char *impl_key(int impl, int dtype); /* the CSV's names */
-bench_shape shape_of(const bench_layer *L);
 /* The operator's parameters of a layer (buffer_size_ its lower bound). */
 ConvParameter bench_param_of(const bench_shape *s);
 double layer_flops(const bench_shape *s); /* 2*N*OH*OW*Cout*Kh*Kw*Cin/G */

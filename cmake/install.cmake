@@ -65,3 +65,42 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/convgrad.pc DESTINATION ${CONVGRAD_PKG
 
 # The licence travels with the library.
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# ---- convgrad_mpi (when built): convgrad::mpi, convgrad_mpi.h, convgrad-mpi.pc ----
+# A consumer writes find_package(convgrad REQUIRED COMPONENTS mpi) and links
+# convgrad::mpi, or compiles with `pkg-config --cflags --libs convgrad-mpi`.
+# Its own export set, loaded by convgradConfig.cmake only when the component
+# is asked for, so that a consumer of convgrad alone never needs MPI.
+if(CONVGRAD_MPI)
+  install(TARGETS convgrad_mpi
+    EXPORT convgradMpiTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(FILES ${PROJECT_SOURCE_DIR}/mpi/include/convgrad_mpi.h
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT convgradMpiTargets
+    FILE convgradMpiTargets.cmake
+    NAMESPACE convgrad::
+    DESTINATION ${CONVGRAD_CMAKE_INSTALL_DIR})
+  # MPI's own flags: through its pkg-config module where it has one (Open
+  # MPI: ompi-c, MPICH: mpich), else the flags CMake's FindMPI found.
+  pkg_search_module(CONVGRAD_MPI_PC QUIET ompi-c mpich mpi-c)
+  set(CONVGRAD_MPI_PC_REQUIRES "")
+  set(CONVGRAD_MPI_PC_CFLAGS "")
+  set(CONVGRAD_MPI_PC_LIBS "")
+  if(CONVGRAD_MPI_PC_FOUND)
+    set(CONVGRAD_MPI_PC_REQUIRES " ${CONVGRAD_MPI_PC_MODULE_NAME}")
+  else()
+    foreach(dir IN LISTS MPI_C_INCLUDE_DIRS)
+      string(APPEND CONVGRAD_MPI_PC_CFLAGS " -I${dir}")
+    endforeach()
+    foreach(lib IN LISTS MPI_C_LIBRARIES)
+      string(APPEND CONVGRAD_MPI_PC_LIBS " ${lib}")
+    endforeach()
+  endif()
+  configure_file(${PROJECT_SOURCE_DIR}/mpi/convgrad-mpi.pc.in
+                 ${CMAKE_CURRENT_BINARY_DIR}/convgrad-mpi.pc @ONLY)
+  install(FILES ${CMAKE_CURRENT_BINARY_DIR}/convgrad-mpi.pc
+          DESTINATION ${CONVGRAD_PKGCONFIG_INSTALL_DIR})
+endif()

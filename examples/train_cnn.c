@@ -35,6 +35,10 @@
  * The data, the network, its training step and the update are in cnn/
  * (cnn.h), which other programs training the same network share; this file
  * holds the options, the progress, the outputs and the loop over epochs.
+ * The loop runs on one process (train_cnn) or data-parallel over MPI ranks
+ * (train_cnn_mpi, this file built with train_cnn_mpi.c; parallel.h): the
+ * same options, data, network and outputs, each rank computing its slice of
+ * every batch, the gradients summed over the ranks, rank 0 printing.
  *
  * The targets (held-out accuracy; the exit status is 1 when it is missed,
  * --help lists them all): the generated task's default run reaches >= 95%,
@@ -55,6 +59,7 @@
 #include <convgrad.h>
 
 #include "cnn.h"
+#include "parallel.h"
 #include "tool_info.h"
 
 #include <ctype.h>
@@ -67,7 +72,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef PROGRAM
 #define PROGRAM "train_cnn"
+#endif
 
 /* The data sets, and each one's defaults: a full run, and --quick's. */
 enum { DATA_GENERATED, DATA_FASHION_MNIST, DATA_SETS };
@@ -534,12 +541,17 @@ int main(int argc, char **argv)
     options o;
     if (parse_options(argc, argv, &o))
         return EXIT_BAD_OPTION;
-    const double t_start = now_s();
-    /* every file goes to out (absolute): a bad --out fails here, before the training */
-    char out[4096];
-    if (tool_open_out(PROGRAM, o.out_dir, argc, argv, out, sizeof out) != 0)
+    cnn_parallel *par = par_start(&argc, &argv);
+    if (!par)
         return EXIT_ERROR;
-    if (add_metadata(out, &o) != 0) {
+    const int rank = par_rank(par), ranks = par_ranks(par);
+    const double t_start = now_s();
+    /* every file goes to out (absolute): a bad --out fails here, before the
+     * training; rank 0 writes them all */
+    char out[4096] = "";
+    if (rank == 0 && tool_open_out(PROGRAM, o.out_dir, argc, argv, out, sizeof out) != 0)
+        return EXIT_ERROR;
+    if (rank == 0 && add_metadata(out, &o) != 0) {
         fprintf(stderr, PROGRAM ": cannot write %s/metadata.csv: %s\n", out, strerror(errno));
         return EXIT_ERROR;
     }
@@ -561,9 +573,9 @@ int main(int argc, char **argv)
     for (int k = 0; k < data.classes; ++k)
         printf("%s%s", k ? ", " : "", data.class_names[k]);
     printf("), 28x28 images\n");
-    printf("  %d training / %d held-out images, seed %llu; %s, %d core%s (mask 0x%x)\n", o.train,
-           o.test, (unsigned long long)o.seed, layout_name, ncores, ncores == 1 ? "" : "s",
-           (unsigned)o.core_mask);
+    printf("  %d training / %d held-out images, seed %llu; %s, %d core%s (mask 0x%x); %s\n",
+           o.train, o.test, (unsigned long long)o.seed, layout_name, ncores, ncores == 1 ? "" : "s",
+           (unsigned)o.core_mask, par_describe(par));
     printf("  %d epoch%s, batch %d, lr %g (warm-up, cosine to 0), momentum %.1f, weight decay "
            "%g%s\n",
            o.epochs, o.epochs == 1 ? "" : "s", o.batch, o.lr, (double)CNN_MOMENTUM,
@@ -600,10 +612,16 @@ int main(int argc, char **argv)
         for (int b = 0; b < nb; ++b) {
             int start = b * o.batch;
             int bs = o.train - start < o.batch ? o.train - start : o.batch;
-            cnn_gather(&data.train, order + start, bs, images, labels);
+            /* this rank's slice of the batch; the loss is that of the whole batch */
+            const int lo = bs * rank / ranks, mine = bs * (rank + 1) / ranks - lo;
+            cnn_gather(&data.train, order + start + lo, mine, images, labels);
             double loss = 0;
-            if (cnn_train_step(m, images, labels, bs, bs, NULL, &loss, &correct) != CG_OK)
+            int batch_correct = 0;
+            if (cnn_train_step(m, images, labels, mine, bs, par_hooks(par), &loss,
+                               &batch_correct) != CG_OK ||
+                par_finish_step(par, &loss, &batch_correct) != CG_OK)
                 return EXIT_ERROR;
+            correct += batch_correct;
             if (!isfinite(loss)) {
                 progress_clear(&prog);
                 fprintf(stderr,
@@ -622,6 +640,12 @@ int main(int argc, char **argv)
             progress_update(&prog, e + 1, o.epochs, b + 1, nb, loss_sum / seen);
         }
         progress_clear(&prog);
+        if (!par_same_weights(par, cnn_checksum(m))) {
+            fprintf(stderr,
+                    PROGRAM ": rank %d: the weights differ between the ranks after epoch %d\n",
+                    rank, e + 1);
+            return EXIT_ERROR;
+        }
         epoch_row *row = &rows[e];
         row->train_loss = loss_sum / seen;
         row->train_acc = 100.0 * correct / seen;
@@ -639,16 +663,16 @@ int main(int argc, char **argv)
     const double train_s = now_s() - t_train;
     char path[4200];
     snprintf(path, sizeof path, "%s/train_cnn.csv", out);
-    if (write_csv(path, rows, o.epochs) != 0) {
+    if (rank == 0 && write_csv(path, rows, o.epochs) != 0) {
         fprintf(stderr, PROGRAM ": cannot write %s: %s\n", path, strerror(errno));
         return EXIT_ERROR;
     }
     char why[512], title[256];
-    snprintf(title, sizeof title, "train_cnn: %s, %d training images, seed %llu, %s, %d core%s",
+    snprintf(title, sizeof title, PROGRAM ": %s, %d training images, seed %llu, %s, %d core%s%s",
              data.name, o.train, (unsigned long long)o.seed, layout_name, ncores,
-             ncores == 1 ? "" : "s");
-    const int plotted =
-        write_plot(out, o.no_plot, o.epochs, o.quick ? 0 : o.target, title, why, sizeof why);
+             ncores == 1 ? "" : "s", ranks > 1 ? " a rank" : "");
+    const int plotted = rank == 0 && write_plot(out, o.no_plot, o.epochs, o.quick ? 0 : o.target,
+                                                title, why, sizeof why);
 
     const epoch_row *last = &rows[o.epochs - 1];
     const double total_s = now_s() - t_start;
@@ -682,5 +706,6 @@ int main(int argc, char **argv)
     cnn_shuffle_free(&shuffle);
     cnn_data_free(&data);
     cnn_destroy(m);
+    par_end(par);
     return status;
 }

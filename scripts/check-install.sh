@@ -5,7 +5,10 @@
 # find it: find_package(convgrad) through CMAKE_PREFIX_PATH, linking
 # convgrad::convgrad; and `cc ... $(pkg-config --cflags --libs convgrad)`
 # through PKG_CONFIG_PATH. Each consumer checks that cg_version() is the
-# version its package (CMake's, convgrad.pc) gave and the header's.
+# version its package (CMake's, convgrad.pc) gave and the header's. When the
+# build has convgrad_mpi (CONVGRAD_MPI on), tests/install_consumer_mpi is
+# built the same two ways (find_package(convgrad COMPONENTS mpi), and
+# pkg-config convgrad-mpi) and run on 2 ranks under mpirun (loopback).
 #
 #   scripts/check-install.sh [BUILD_DIR]     (default: build/release)
 #
@@ -24,7 +27,15 @@ prefix=$tmp/prefix
 if [ ! -f "$build/CMakeCache.txt" ]; then
     cg_configure "$build" Release ""
 fi
-cg_build "$build" --target convgrad
+# The MPI component is part of this check when the tree builds it.
+has_mpi=0
+targets=$(cmake --build "$build" --target help 2>/dev/null) || true
+if grep -Eq '(^|[[:space:].])convgrad_mpi([[:space:]:]|$)' <<<"$targets"; then
+    has_mpi=1
+    cg_build "$build" --target convgrad convgrad_mpi
+else
+    cg_build "$build" --target convgrad
+fi
 
 echo "check-install: cmake --install $build --prefix $prefix"
 cmake --install "$build" --prefix "$prefix"
@@ -46,6 +57,12 @@ expect "lib*/cmake/convgrad/convgradConfigVersion.cmake"
 expect "lib*/cmake/convgrad/convgradTargets.cmake"
 expect "lib*/pkgconfig/convgrad.pc"
 expect share/doc/convgrad/LICENSE
+if [ "$has_mpi" = 1 ]; then
+    expect include/convgrad_mpi.h
+    expect "lib*/libconvgrad_mpi.*"
+    expect "lib*/cmake/convgrad/convgradMpiTargets.cmake"
+    expect "lib*/pkgconfig/convgrad-mpi.pc"
+fi
 [ "$fail" = 0 ] || { echo "check-install: FAIL (incomplete install)"; exit 1; }
 
 # A sanitizer tree installs an instrumented library: the consumer needs the
@@ -57,11 +74,12 @@ address) flags="-fsanitize=address,undefined" ;;
 thread) flags="-fsanitize=thread" ;;
 esac
 
-# check_loads EXE: EXE must load the installed library, not the build tree's.
+# check_loads EXE [LIBRARY]: EXE must load the installed LIBRARY (default
+# libconvgrad), not the build tree's.
 check_loads() {
     command -v ldd >/dev/null 2>&1 || return 0
     local lib
-    lib=$(ldd "$1" | awk '/libconvgrad/ {print $3}')
+    lib=$(ldd "$1" | awk -v name="${2:-libconvgrad}" 'index($1, name ".so") == 1 {print $3}')
     [ -n "$lib" ] || return 0
     # (pkg-config's libdir reads PREFIX/lib/pkgconfig/../../lib.)
     lib=$(readlink -f "$lib")
@@ -74,16 +92,21 @@ check_loads() {
     esac
 }
 
+# configure_consumer SOURCE_DIR BUILD_DIR: a consumer project configured
+# against the prefix. Only the temporary prefix may provide convgrad: no
+# package registry.
+configure_consumer() {
+    cmake -S "$1" -B "$2" \
+        -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$prefix" \
+        -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+        -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
+        -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags"
+}
+
 echo
 echo "check-install: consumer 1: CMake, find_package(convgrad)"
-
-# Only the temporary prefix may provide convgrad: no package registry.
-cmake -S "$CG_ROOT/tests/install_consumer" -B "$tmp/consumer" \
-    -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$prefix" \
-    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
-    -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
-    -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags"
+configure_consumer "$CG_ROOT/tests/install_consumer" "$tmp/consumer"
 found=$(sed -n 's/^convgrad_DIR:[A-Z]*=//p' "$tmp/consumer/CMakeCache.txt")
 case "$found" in
 "$prefix"/*) echo "check-install: find_package(convgrad) used $found" ;;
@@ -129,4 +152,26 @@ cc -std=c11 -Wall -Wextra -Werror $flags -DCONSUMER_PACKAGE_VERSION="\"$pc_versi
     $(pkg-config --cflags --libs convgrad) -Wl,-rpath,"$(pkg-config --variable=libdir convgrad)"
 check_loads "$tmp/consumer-pc"
 "$tmp/consumer-pc"
+
+if [ "$has_mpi" = 1 ]; then
+    # 2 ranks on loopback (shared memory), as root in CI.
+    mpirun_2=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np 2)
+    echo
+    echo "check-install: consumer 3: CMake, find_package(convgrad COMPONENTS mpi)"
+    configure_consumer "$CG_ROOT/tests/install_consumer_mpi" "$tmp/consumer-mpi"
+    cmake --build "$tmp/consumer-mpi" -j"$(nproc)"
+    check_loads "$tmp/consumer-mpi/consumer_mpi" libconvgrad_mpi
+    "${mpirun_2[@]}" "$tmp/consumer-mpi/consumer_mpi"
+
+    echo
+    echo "check-install: consumer 4: pkg-config, cc \$(pkg-config --cflags --libs convgrad-mpi)"
+    pkg-config --validate convgrad-mpi
+    echo "check-install: pkg-config --cflags --libs convgrad-mpi: $(pkg-config --cflags --libs convgrad-mpi)"
+    # shellcheck disable=SC2046 # pkg-config's output is a list of flags
+    cc -std=c11 -Wall -Wextra -Werror $flags "$CG_ROOT/tests/install_consumer_mpi/main.c" \
+        -o "$tmp/consumer-mpi-pc" $(pkg-config --cflags --libs convgrad-mpi) \
+        -Wl,-rpath,"$(pkg-config --variable=libdir convgrad-mpi)"
+    check_loads "$tmp/consumer-mpi-pc" libconvgrad_mpi
+    "${mpirun_2[@]}" "$tmp/consumer-mpi-pc"
+fi
 echo "check-install: PASS"

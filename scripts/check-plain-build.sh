@@ -11,6 +11,8 @@
 # Then configuring must say both are skipped, the default build (library,
 # examples, benchmark) must succeed, and asking for the tests
 # (-DCONVGRAD_BUILD_TESTS=ON) must fail with a message naming Criterion.
+# Likewise for convgrad_mpi with MPI hidden (-DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON,
+# configure only): the default skips it, -DCONVGRAD_MPI=ON fails naming MPI.
 #
 #   scripts/check-plain-build.sh
 #
@@ -61,4 +63,17 @@ if cmake -S "$CG_ROOT" -B "$tmp/build-tests" -DCONVGRAD_BUILD_TESTS=ON "${hide[@
     fail "configuring with -DCONVGRAD_BUILD_TESTS=ON and no Criterion succeeded"
 fi
 expect_line "$tmp/configure-tests.log" "CONVGRAD_BUILD_TESTS=ON, but Criterion"
+
+# convgrad_mpi the same way: without MPI, AUTO skips it and says so, ON fails.
+no_mpi=(-DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON -DCONVGRAD_BUILD_TESTS=OFF)
+echo "check-plain-build: MPI hidden: the default skips convgrad_mpi, -DCONVGRAD_MPI=ON fails"
+cmake -S "$CG_ROOT" -B "$tmp/build-no-mpi" "${no_mpi[@]}" "${hide[@]}" \
+    >"$tmp/configure-no-mpi.log" 2>&1 ||
+    { cat "$tmp/configure-no-mpi.log"; fail "a configure without MPI failed"; }
+expect_line "$tmp/configure-no-mpi.log" "convgrad: convgrad_mpi (MPI): skipped, MPI"
+if cmake -S "$CG_ROOT" -B "$tmp/build-mpi-on" -DCONVGRAD_MPI=ON "${no_mpi[@]}" "${hide[@]}" \
+    >"$tmp/configure-mpi-on.log" 2>&1; then
+    fail "configuring with -DCONVGRAD_MPI=ON and no MPI succeeded"
+fi
+expect_line "$tmp/configure-mpi-on.log" "CONVGRAD_MPI=ON, but MPI"
 echo "check-plain-build: PASS"

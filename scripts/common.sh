@@ -9,10 +9,12 @@ CG_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # doxygen: the API reference (target docs); python3-*: the Python package's
 # stage (scripts/test-python.sh: a venv over Debian's numpy, torch and pytest;
 # python3-wheel for pip's --no-build-isolation build); zlib1g-dev and
-# dataset-fashion-mnist: train_cnn's and train_torch.py's Fashion-MNIST runs.
+# dataset-fashion-mnist: train_cnn's and train_torch.py's Fashion-MNIST runs;
+# libopenmpi-dev and openmpi-bin (mpirun): convgrad_mpi and its tests (docs/mpi.md).
 CG_APT_PACKAGES=(build-essential cmake pkg-config libopenblas-dev libcriterion-dev
     clang libclang-rt-14-dev doxygen zlib1g-dev dataset-fashion-mnist
-    python3-numpy python3-torch python3-pytest python3-venv python3-wheel)
+    python3-numpy python3-torch python3-pytest python3-venv python3-wheel
+    libopenmpi-dev openmpi-bin)
 # The benchmark's peer and plots (oneDNN, gnuplot): installed by scripts/run-main.sh
 # only (cg_ensure_bench_deps); the build and the tests do without them.
 CG_BENCH_PACKAGES=(libdnnl-dev gnuplot-nox)
