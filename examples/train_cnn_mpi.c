@@ -5,7 +5,7 @@
  *
  * Each rank holds the same data and initial weights (from the seed) and
  * takes its slice of every global batch. As the backward pass completes a
- * layer, its gradients' sum over the ranks starts: the linear layer's with
+ * layer, its gradients' sum over the ranks starts: the linear layers' with
  * cg_mpi_sum_start, each conv layer's with
  * cg_mpi_conv2d_backward_weights_start in place of the local weight and bias
  * gradients, so that it runs while the layer below is computed. The step
@@ -19,8 +19,8 @@
 
 #include <stdio.h>
 
-/* Started sums a step has in flight: the linear layer's two, one a conv layer. */
-enum { MAX_IN_FLIGHT = 2 + CNN_LAYERS };
+/* Started sums a step has in flight: two a linear layer, one a conv layer. */
+enum { MAX_IN_FLIGHT = 2 * CNN_LAYERS };
 
 struct cnn_parallel {
     int rank, ranks;
@@ -58,7 +58,7 @@ static cg_status conv_param_grads(void *ctx, int layer, const cg_conv2d *d, cons
 static void grads_ready(void *ctx, int layer, cnn_grads g)
 {
     cnn_parallel *p = ctx;
-    if (layer != CNN_FC) /* the conv layers' sums started with their gradients */
+    if (layer == CNN_CONV1 || layer == CNN_CONV2) /* their sums started with their gradients */
         return;
     cg_mpi_request *r = NULL;
     record(p, cg_mpi_sum_start(p->comm, g.dw, g.dw_n, &r), r, "cg_mpi_sum_start (weights)");
