@@ -20,6 +20,8 @@ typedef struct cnn_parallel cnn_parallel;
 cnn_parallel *par_start(int *argc, char ***argv);
 int par_rank(const cnn_parallel *p);
 int par_ranks(const cnn_parallel *p);
+/* The ranks on this machine (this one included). */
+int par_local_ranks(const cnn_parallel *p);
 /* For the header: "1 process", or the ranks and how their sums run. */
 const char *par_describe(const cnn_parallel *p);
 /* The backward pass's hooks; NULL for none. */

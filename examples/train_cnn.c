@@ -169,7 +169,7 @@ static void usage(FILE *f)
             "  --data-dir DIR   where Fashion-MNIST's four .gz idx files are (default %s,\n"
             "                   from Debian's dataset-fashion-mnist)\n"
             "  --cores N        run the convolutions on cores 0..N-1 (1-32; default: one\n"
-            "                   per online CPU)\n"
+            "                   per online CPU, shared among the MPI ranks on the machine)\n"
             "  --mask HEX       the core mask itself, e.g. 0x5 (instead of --cores)\n"
             "  --epochs N       passes over the training set\n"
             "  --batch N        mini-batch size\n"
@@ -218,6 +218,18 @@ static int parse_long(const char *s, long lo, long hi, long *out)
         return -1;
     *out = v;
     return 0;
+}
+
+/* The default mask: the online CPUs shared among the processes on this
+ * machine (at least a core each), so that ranks do not oversubscribe it. */
+static int cpus_each(int processes)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN) / processes;
+    if (cpus < 1)
+        cpus = 1;
+    if (cpus > 32)
+        cpus = 32;
+    return cpus == 32 ? (int)0xFFFFFFFFu : (int)((1u << cpus) - 1);
 }
 
 static int parse_options(int argc, char **argv, options *o)
@@ -350,14 +362,6 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (o->cores_given && o->mask_given)
         return bad_option("%s and %s exclude each other", "--cores", "--mask");
-    if (!o->cores_given && !o->mask_given) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        if (cpus < 1)
-            cpus = 1;
-        if (cpus > 32)
-            cpus = 32;
-        o->core_mask = cpus == 32 ? (int)0xFFFFFFFFu : (int)((1u << cpus) - 1);
-    }
     const run_defaults *def = &defaults[o->dataset][o->quick];
     if (o->lr < 0)
         o->lr = def->lr;
@@ -544,6 +548,8 @@ int main(int argc, char **argv)
     cnn_parallel *par = par_start(&argc, &argv);
     if (!par)
         return EXIT_ERROR;
+    if (!o.cores_given && !o.mask_given)
+        o.core_mask = cpus_each(par_local_ranks(par));
     const int rank = par_rank(par), ranks = par_ranks(par);
     const double t_start = now_s();
     /* every file goes to out (absolute): a bad --out fails here, before the

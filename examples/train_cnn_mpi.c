@@ -23,7 +23,7 @@
 enum { MAX_IN_FLIGHT = 2 * CNN_LAYERS };
 
 struct cnn_parallel {
-    int rank, ranks;
+    int rank, ranks, local_ranks;
     cg_mpi_comm *comm;
     cnn_hooks hooks;
     cg_mpi_request *req[MAX_IN_FLIGHT];
@@ -72,6 +72,13 @@ cnn_parallel *par_start(int *argc, char ***argv)
     MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &p.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p.ranks);
+    MPI_Comm node;
+    p.local_ranks = 1;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(node, &p.local_ranks);
+        MPI_Comm_free(&node);
+    }
     if (cg_mpi_comm_create(MPI_COMM_WORLD, &p.comm) != CG_OK) {
         fprintf(stderr, "train_cnn_mpi: rank %d: cg_mpi_comm_create: %s\n", p.rank,
                 cg_mpi_last_error_detail());
@@ -96,6 +103,11 @@ int par_rank(const cnn_parallel *p)
 int par_ranks(const cnn_parallel *p)
 {
     return p->ranks;
+}
+
+int par_local_ranks(const cnn_parallel *p)
+{
+    return p->local_ranks;
 }
 
 const char *par_describe(const cnn_parallel *p)
