@@ -249,10 +249,9 @@ int cg_outer_rows_fit(const cg_plan *plan)
      * win up to rows of 49 (7x7, one channel) and 27 (3x3, three), not at
      * 147 (7x7, three); rows under 64 are whole column units, so a block
      * is always whole groups */
-    const int64_t m = plan->cout_g, sums = plan->row_len * ((m + 15) / 16 * 16);
     return plan->path == CG_PATH_GENERAL && !cg_grouped_few(plan) &&
-           plan->row_len < 4 * COLUMN_CHUNK && m <= CG_OUTER_MOST_COUT &&
-           sums <= CG_OUTER_MOST_SUMS;
+           plan->row_len < 4 * COLUMN_CHUNK && plan->row_len <= CG_OUTER_MOST_ROW &&
+           plan->cout_g <= CG_OUTER_MOST_COUT;
 }
 
 int64_t cg_column_unit(const cg_plan *plan)

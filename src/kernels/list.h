@@ -99,8 +99,8 @@ typedef void cg_grouped_rows_fn(const cg_plan *plan, const void *dy, const void 
  * (the im2col value of group g's channels, 0 outside the image); fp32 or fp16
  * tensors as plan->dtype_size says. Each element's sum is formed from zero
  * in row order, one FMA a row, whatever the blocking, so the bits depend on
- * [first, last) alone. Needs cout_g <= CG_OUTER_MOST_COUT and row_len *
- * round_up(cout_g, 16) <= CG_OUTER_MOST_SUMS. */
+ * [first, last) alone. Needs cout_g <= CG_OUTER_MOST_COUT and row_len <=
+ * CG_OUTER_MOST_ROW. */
 typedef void cg_outer_rows_fn(const cg_plan *plan, const void *dy, const void *x, int64_t g_first,
                               int64_t g_last, int64_t first, int64_t last, float beta, float *dst);
 

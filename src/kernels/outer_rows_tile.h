@@ -16,8 +16,8 @@
  * registers over all the rows. */
 
 static inline CG_OUTER_TARGET __attribute__((always_inline)) void
-tile_of(const int cv, const int jn, int64_t valid, const float *cols, int64_t ld_cols,
-        const float *d, int64_t ld_d, int64_t rows, float *sums, int64_t ld_sums)
+tile_of(const int cv, const int jn, int64_t valid, const float *cols, const float *d, int64_t ld_d,
+        int64_t rows, float *sums, int64_t ld_sums)
 {
     const cg_tail tail = tail_of(valid - (cv - 1) * CG_LANES);
     cg_vec acc[4][32];
@@ -28,14 +28,14 @@ tile_of(const int cv, const int jn, int64_t valid, const float *cols, int64_t ld
             acc[v][j] = vec_load(sums + j * ld_sums + v * CG_LANES);
     for (int64_t r = 0; r < rows; r++) {
         cg_vec dv[4];
-        const float *dr = d + r * ld_d, *c = cols + r * ld_cols;
+        const float *dr = d + r * ld_d, *c = cols + r;
 #pragma GCC unroll 4
         for (int v = 0; v < cv; v++)
             dv[v] =
                 v < cv - 1 ? vec_load(dr + v * CG_LANES) : vec_load_tail(dr + v * CG_LANES, tail);
 #pragma GCC unroll 32
         for (int j = 0; j < jn; j++) {
-            const cg_vec b = vec_broadcast(c + j);
+            const cg_vec b = vec_broadcast(c + j * CG_OUTER_CHUNK_ROWS);
 #pragma GCC unroll 4
             for (int v = 0; v < cv; v++)
                 acc[v][j] = vec_fma(dv[v], b, acc[v][j]);
@@ -51,12 +51,12 @@ tile_of(const int cv, const int jn, int64_t valid, const float *cols, int64_t ld
 /* tile_<cv>: a case a column count. */
 #define CG_OUTER_CASE(cv, jn)                                                                      \
     case jn:                                                                                       \
-        tile_of(cv, jn, valid, cols, ld_cols, d, ld_d, rows, sums, ld_sums);                       \
+        tile_of(cv, jn, valid, cols, d, ld_d, rows, sums, ld_sums);                                \
         return;
 #define CG_OUTER_TILES(cv, up_to)                                                                  \
     static CG_OUTER_TARGET void tile_##cv(int64_t jn, int64_t valid, const float *cols,            \
-                                          int64_t ld_cols, const float *d, int64_t ld_d,           \
-                                          int64_t rows, float *sums, int64_t ld_sums)              \
+                                          const float *d, int64_t ld_d, int64_t rows, float *sums, \
+                                          int64_t ld_sums)                                         \
     {                                                                                              \
         switch (jn) {                                                                              \
             up_to(CG_OUTER_CASE, cv)                                                               \
@@ -69,11 +69,9 @@ CG_OUTER_TILES(4, CG_OUTER_UP_TO_4)
 #undef CG_OUTER_TILES
 #undef CG_OUTER_CASE
 
-static CG_OUTER_TARGET void outer_tile(int64_t jn, int64_t valid, const float *cols,
-                                       int64_t ld_cols, const float *d, int64_t ld_d, int64_t rows,
-                                       float *sums, int64_t ld_sums)
+static CG_OUTER_TARGET void outer_tile(int64_t jn, int64_t valid, const float *cols, const float *d,
+                                       int64_t ld_d, int64_t rows, float *sums, int64_t ld_sums)
 {
     static cg_outer_tile_fn *const tiles[4] = {tile_1, tile_2, tile_3, tile_4};
-    tiles[(valid + CG_LANES - 1) / CG_LANES - 1](jn, valid, cols, ld_cols, d, ld_d, rows, sums,
-                                                 ld_sums);
+    tiles[(valid + CG_LANES - 1) / CG_LANES - 1](jn, valid, cols, d, ld_d, rows, sums, ld_sums);
 }

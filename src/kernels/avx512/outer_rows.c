@@ -29,7 +29,7 @@ static inline CG_OUTER_TARGET cg_tail tail_of(int64_t n)
 #define CG_OUTER_UP_TO_4 CG_UP_TO_6
 #include "kernels/outer_rows_tile.h"
 
-/* A kernel row of x: 16 floats a masked move. */
+/* A run of a column: 16 floats a masked move. */
 static inline CG_OUTER_TARGET void copy_floats(float *dst, const float *src, int64_t n)
 {
     for (int64_t i = 0; i < n; i += CG_LANES)

@@ -8,12 +8,12 @@
 #include "kernels/outer_rows_body.h"
 
 /* The whole block as one tile: the sums in memory. */
-static void outer_tile(int64_t jn, int64_t valid, const float *cols, int64_t ld_cols,
-                       const float *d, int64_t ld_d, int64_t rows, float *sums, int64_t ld_sums)
+static void outer_tile(int64_t jn, int64_t valid, const float *cols, const float *d, int64_t ld_d,
+                       int64_t rows, float *sums, int64_t ld_sums)
 {
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < jn; j++) {
-            const float v = cols[r * ld_cols + j];
+            const float v = cols[j * CG_OUTER_CHUNK_ROWS + r];
             for (int64_t co = 0; co < valid; co++)
                 sums[j * ld_sums + co] = fmaf(d[r * ld_d + co], v, sums[j * ld_sums + co]);
         }
