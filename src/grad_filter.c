@@ -489,8 +489,9 @@ static cg_status private_columns(const cg_weights_call *c, cg_error *err)
     const cg_plan *p = &c->plan;
     const share s = plan_share(c, 0, 1);
     const int64_t budget = p->budget_floats, group_floats = p->cout_g * p->row_len;
-    const int64_t block =
-        cg_grouped_few(p) ? p->cout_g : min64(p->cout_g, max64(1, budget / p->row_len));
+    const int64_t block = cg_grouped_few(p) || cg_outer_rows_fit(p)
+                              ? p->cout_g
+                              : min64(p->cout_g, max64(1, budget / p->row_len));
     const int64_t together =
         block < p->cout_g ? 1 : min64(p->groups, max64(1, budget / group_floats));
     const cg_dw_block widest = {0, together, 0, block, 0, p->row_len};

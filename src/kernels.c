@@ -86,14 +86,22 @@ static int grouped_few(const cg_plan *p, const cg_dw_block *blk)
            blk->col_first == 0 && blk->col_last == p->row_len;
 }
 
+/* Whether blk is whole rows of whole groups of small dw rows: the
+ * outer_rows kernels' sums in registers (kernels/outer_rows_body.h). */
+static int outer_rows(const cg_plan *p, const cg_dw_block *blk)
+{
+    return cg_outer_rows_fit(p) && blk->co_first == 0 && blk->co_last == p->cout_g &&
+           blk->col_first == 0 && blk->col_last == p->row_len;
+}
+
 /* The A panels (a multiple of mr floats a step) and a B micro-panel, or each
  * group's (groups_together), and the tables of dy's rows and of x's
  * segments, for kc rows a pass. */
 int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t kc, const cg_dw_block *blk)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    if (grouped_few(plan, blk))
-        return 0; /* its sums stay in registers */
+    if (grouped_few(plan, blk) || outer_rows(plan, blk))
+        return 0; /* their sums stay in registers */
     int64_t s0, s1;
     segments_of(plan, blk->col_first, blk->col_last, &s0, &s1);
     const int64_t tables = 3 * kc * (1 + s1 - s0); /* int64s */
@@ -270,6 +278,10 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
     if (grouped_few(plan, blk)) {
         k->grouped_rows(plan, dy, x, blk->group_first * plan->cin_g, blk->group_last * plan->cin_g,
                         first, last, beta, dst);
+        return;
+    }
+    if (outer_rows(plan, blk)) {
+        k->outer_rows(plan, dy, x, blk->group_first, blk->group_last, first, last, beta, dst);
         return;
     }
     const int64_t mr = bl->mr, nr = bl->nr;

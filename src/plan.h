@@ -110,6 +110,12 @@ int64_t cg_column_units(const cg_plan *plan);
 int cg_grouped_few(const cg_plan *plan);
 /* Most channels a group the grouped kernels take (kernels/list.h). */
 enum { CG_GROUPED_MOST = 8 };
+/* Small dw rows of whole groups (a first layer's few input channels): the
+ * outer_rows kernels' sums in registers rather than GEMMs on panels mostly
+ * padding. The kernels take cout_g <= CG_OUTER_MOST_COUT and row_len <=
+ * CG_OUTER_MOST_ROW. */
+int cg_outer_rows_fit(const cg_plan *plan);
+enum { CG_OUTER_MOST_COUT = 64, CG_OUTER_MOST_ROW = 64 };
 
 /* [*first, *last) of `total` items (rows of the sum, or column units) that
  * logical core `rank` of `members` takes: contiguous, balanced to within one. */

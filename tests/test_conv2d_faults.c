@@ -36,14 +36,15 @@ static float *integers(cgt_rng *r, size_t n)
     return v;
 }
 
-/* A strided, padded, grouped convolution: every operation needs scratch. */
+/* A strided, padded, grouped convolution: every operation needs scratch
+ * (dw's rows of 66 are the packed GEMM's, not the outer products'). */
 static void buffers_init(buffers *f, cg_layout layout, int op)
 {
     f->c = (cg_conv2d){.layout = layout,
                        .batch = 2,
                        .in_h = 9,
                        .in_w = 8,
-                       .in_c = 6,
+                       .in_c = 22,
                        .out_c = 4,
                        .kernel_h = 3,
                        .kernel_w = 2,

@@ -467,6 +467,106 @@ static void check_grouped_rows(cg_grouped_rows_fn *fn, const char *name, cg_isa 
                 }
 }
 
+/* ---- outer_rows ------------------------------------------------------ */
+
+/* One case of check_outer_rows: dw of groups [g0, g1) over rows [first,
+ * last) into got (beta 0: NaN there; 1: small integers), from dy and x
+ * (fp32 values, their halves for fp16) of small integers (exact in every
+ * order: got must equal the oracle) or, `exact` 0, random floats (got must
+ * be the reference kernel's bits: one FMA a row, in row order). */
+static void outer_case(cg_outer_rows_fn *fn, const char *name, const cgt_shape *sh, int dtype,
+                       int part, int beta, int exact, cgt_rng *rng)
+{
+    ConvParameter prm = cgt_param(sh);
+    cg_plan p;
+    cr_assert_eq(cg_plan_make(&prm, (size_t)dtype, &p), CG_OK);
+    const size_t dy_n = ref_dy_elems(&prm), x_n = ref_x_elems(&prm);
+    float *dyf = malloc(dy_n * 4), *xf = malloc(x_n * 4);
+    uint16_t *dyh = malloc(dy_n * 2), *xh = malloc(x_n * 2);
+    for (size_t e = 0; e < dy_n + x_n; e++) {
+        float *f = e < dy_n ? dyf + e : xf + (e - dy_n);
+        *f = exact ? (float)cgt_rng_int(rng, -3, 3) : (float)cgt_rng_int(rng, -1000, 1000) / 97.0f;
+        *f = ref_half_to_float(ref_float_to_half(*f)); /* the same values in both dtypes */
+        (e < dy_n ? dyh + e : xh + (e - dy_n))[0] = ref_float_to_half(*f);
+    }
+    const int64_t g0 = part && p.groups > 1 ? 1 : 0, g1 = p.groups;
+    const int64_t first = part ? p.rows / 3 : 0, last = part ? p.rows - p.rows / 4 : p.rows;
+    const int64_t m = p.cout_g, out_n = (g1 - g0) * m * p.row_len;
+    float *got = malloc(sizeof(float) * (size_t)(out_n + 1)),
+          *ref = malloc(sizeof(float) * (size_t)out_n);
+    double *want = malloc(sizeof(double) * (size_t)out_n);
+    for (int64_t e = 0; e < out_n; e++) {
+        got[e] = beta ? (float)cgt_rng_int(rng, -5, 5) : NAN;
+        want[e] = beta ? got[e] : 0.0;
+        ref[e] = got[e];
+    }
+    got[out_n] = CANARY;
+    const int64_t plane = p.out_h * p.out_w;
+    for (int64_t row = first; row < last; row++)
+        for (int64_t j = 0; j < p.row_len; j++) {
+            const int64_t kh = j / p.cin_g / p.kernel_w, kw = j / p.cin_g % p.kernel_w,
+                          ci = j % p.cin_g;
+            const int64_t b = row / plane, oh = row % plane / p.out_w, ow = row % p.out_w;
+            const int64_t iy = oh * p.stride_h + kh * p.dil_h - p.pad_u;
+            const int64_t ix = ow * p.stride_w + kw * p.dil_w - p.pad_l;
+            if (iy < 0 || iy >= p.in_h || ix < 0 || ix >= p.in_w)
+                continue;
+            for (int64_t g = g0; g < g1; g++)
+                for (int64_t co = 0; co < m; co++)
+                    want[((g - g0) * m + co) * p.row_len + j] +=
+                        (double)dyf[row * p.cout + g * m + co] *
+                        xf[((b * p.in_h + iy) * p.in_w + ix) * p.cin + g * p.cin_g + ci];
+        }
+    const void *dy = dtype == 4 ? (const void *)dyf : dyh, *x = dtype == 4 ? (const void *)xf : xh;
+    fn(&p, dy, x, g0, g1, first, last, beta ? 1.0f : 0.0f, got);
+    cg_f32_outer_rows_ref(&p, dy, x, g0, g1, first, last, beta ? 1.0f : 0.0f, ref);
+    for (int64_t e = 0; e < out_n; e++) {
+        cr_assert(memcmp(&got[e], &ref[e], sizeof(float)) == 0,
+                  "%s: cin %d cout %d k%dx%d, fp%d, part %d, beta %d: element %lld is %a, the "
+                  "reference's %a",
+                  name, sh->cin, sh->cout, sh->kh, sh->kw, dtype * 8, part, beta, (long long)e,
+                  got[e], ref[e]);
+        cr_assert(!exact || got[e] == want[e], "%s: cin %d cout %d: element %lld is %g, want %g",
+                  name, sh->cin, sh->cout, (long long)e, got[e], want[e]);
+        cr_assert(exact || fabs(got[e] - want[e]) <= 1e-4 * (1.0 + fabs(want[e])),
+                  "%s: cin %d cout %d: element %lld is %g, want %g", name, sh->cin, sh->cout,
+                  (long long)e, got[e], want[e]);
+    }
+    cr_assert(memcmp(&got[out_n], &CANARY, sizeof CANARY) == 0, "%s wrote past the block", name);
+    free(dyf), free(xf), free(dyh), free(xh), free(got), free(ref), free(want);
+}
+
+/* Rows of 1 to 63 floats (1x1 to 7x7 kernels, 1 to 7 channels a group),
+ * 1 to 64 channels out a group (under, at and past the vector widths; 64 x
+ * 63 the most sums), one group or several (a sub-range of them), strides,
+ * dilations, pads on every side (rows at the image borders), a share of the
+ * rows starting and ending mid-image and longer than a chunk; beta 0 and 1,
+ * fp32 and fp16. */
+static void check_outer_rows(cg_outer_rows_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+{
+    (void)isa, (void)mr, (void)nr;
+    /* clang-format off */
+    static const cgt_shape cases[] = {
+        {.n = 2, .h = 9, .w = 8, .cin = 1, .cout = 16, .kh = 3, .kw = 3, .g = 1, .pu = 1, .pd = 1, .pl = 1, .pr = 1},
+        {.n = 2, .h = 9, .w = 10, .cin = 3, .cout = 17, .kh = 3, .kw = 3, .g = 1, .sh = 2, .sw = 2, .pu = 1, .pl = 1, .pr = 2},
+        {.n = 1, .h = 12, .w = 11, .cin = 1, .cout = 40, .kh = 7, .kw = 7, .g = 1, .pu = 3, .pd = 3, .pl = 3, .pr = 3},
+        {.n = 2, .h = 10, .w = 9, .cin = 2, .cout = 5, .kh = 5, .kw = 5, .g = 1, .sw = 3, .dh = 2, .dw = 2, .pu = 4, .pd = 2, .pl = 4},
+        {.n = 2, .h = 8, .w = 8, .cin = 7, .cout = 64, .kh = 3, .kw = 3, .g = 1, .pu = 1, .pd = 1, .pl = 1, .pr = 1},
+        {.n = 2, .h = 7, .w = 9, .cin = 6, .cout = 66, .kh = 3, .kw = 3, .g = 3, .dw = 2, .pl = 2, .pr = 2},
+        {.n = 3, .h = 5, .w = 6, .cin = 1, .cout = 1, .kh = 1, .kw = 1, .g = 1},
+        {.n = 2, .h = 6, .w = 7, .cin = 4, .cout = 24, .kh = 2, .kw = 4, .g = 2, .sh = 2, .pd = 1, .pr = 3},
+    };
+    /* clang-format on */
+    cgt_rng rng;
+    cgt_rng_seed(&rng, cgt_base_seed());
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int dtype = 4; dtype >= 2; dtype -= 2)
+            for (int part = 0; part < 2; part++)
+                for (int beta = 0; beta < 2; beta++)
+                    for (int exact = 0; exact < 2; exact++)
+                        outer_case(fn, name, &cases[i], dtype, part, beta, exact, &rng);
+}
+
 /* ---- dwconv_pixel ------------------------------------------------------- */
 
 /* Every channel count up to 4 tiles and a prime past them, taps missing

@@ -21,6 +21,7 @@ typedef struct cg_kernel_context {
     cg_dwconv_rows_fn *dwconv_rows;
     cg_dwconv3x3_rows_fn *dwconv3x3_rows; /* NULL where no 3x3 kernel runs */
     cg_grouped_rows_fn *grouped_rows;
+    cg_outer_rows_fn *outer_rows;
     cg_dwconv_pixel_fn *dwconv_pixel;
     cg_dwconv_run_fn *dwconv_run;
     cg_grouped_pixel_fn *grouped_pixel;
@@ -30,7 +31,7 @@ typedef struct cg_kernel_context {
     /* The list's line of each chosen kernel (its name, ISA, tile), or NULL. */
     struct {
         const cg_kernel_entry *gemm_panel, *pack_rows, *pack_rows_f16, *pack_transposed,
-            *dwconv_rows, *dwconv3x3_rows, *grouped_rows, *dwconv_pixel, *dwconv_run,
+            *dwconv_rows, *dwconv3x3_rows, *grouped_rows, *outer_rows, *dwconv_pixel, *dwconv_run,
             *grouped_pixel, *f16_to_f32, *f32_to_f16;
     } entry;
 } cg_kernel_context;

@@ -92,6 +92,18 @@ typedef void cg_grouped_rows_fn(const cg_plan *plan, const void *dy, const void 
                                 int64_t c_last, int64_t first, int64_t last, float beta,
                                 float *dst);
 
+/* The weight gradient of small dw rows, as outer products: over rows
+ * [first, last) and groups [g_first, g_last), dst[(g - g_first) * cout_g +
+ * co][j] (rows row_len apart) = (beta ? dst : 0) + the sum of
+ * dy[row][g*cout_g + co] * im2col(x)[row][j] for co < cout_g, j < row_len
+ * (the im2col value of group g's channels, 0 outside the image); fp32 or fp16
+ * tensors as plan->dtype_size says. Each element's sum is formed from zero
+ * in row order, one FMA a row, whatever the blocking, so the bits depend on
+ * [first, last) alone. Needs cout_g <= CG_OUTER_MOST_COUT and row_len <=
+ * CG_OUTER_MOST_ROW. */
+typedef void cg_outer_rows_fn(const cg_plan *plan, const void *dy, const void *x, int64_t g_first,
+                              int64_t g_last, int64_t first, int64_t last, float beta, float *dst);
+
 /* One pixel of a depthwise convolution: out[c] = (init ? init[c] : 0) +
  * the sum over taps t with x[t] != NULL of x[t][c] * w[t * n + c], c < n
  * (the input gradient of a stride over 1, whose taps differ a pixel). */
