@@ -2,6 +2,7 @@
 """The training step, cg_conv2d_*: a descriptor class over raw pointers, and
 the NumPy functions built on it."""
 import ctypes
+import functools
 import operator
 
 import numpy as np
@@ -128,6 +129,30 @@ class Convolution:
         self._run(lib.cg_conv2d_backward_bias, dy, db, core_mask=core_mask)
 
 
+def _hashable(v):
+    return tuple(_hashable(e) for e in v) if isinstance(v, (list, tuple)) else v
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_convolution(*args):
+    return Convolution(*args)
+
+
+def convolution(layout, input_shape, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                groups=1):
+    """Convolution(...), made once for each set of arguments and then reused
+    (it is read-only): building and checking one costs tens of microseconds,
+    a share of a small layer's call. Unhashable arguments go uncached."""
+    args = tuple(_hashable(a) for a in (layout, input_shape, out_channels, kernel_size, stride,
+                                        padding, dilation, groups))
+    try:
+        return _cached_convolution(*args)
+    except TypeError as e:
+        if "unhashable" not in str(e):
+            raise
+        return Convolution(*args)
+
+
 def _channel_axis(layout):
     return 3 if layout == "NHWC" else 1
 
@@ -141,7 +166,7 @@ def conv2d(x, w, b=None, *, stride=1, padding=0, dilation=1, groups=1, layout="N
     w OHWI; "NCHW": x [N][C][H][W], w OIHW. padding: an int, (h, w) or
     (top, bottom, left, right); stride, dilation: an int or (h, w)."""
     x_shape, w_shape = four_d(x, "x"), four_d(w, "w")
-    conv = Convolution(layout, x_shape, w_shape[0], _kernel_of(w_shape, layout), stride, padding,
+    conv = convolution(layout, x_shape, w_shape[0], _kernel_of(w_shape, layout), stride, padding,
                        dilation, groups)
     y = np.empty(conv.y_shape, np.float32)
     conv.forward(checked(x, "x", conv.x_shape), checked(w, "w", conv.w_shape),
@@ -153,7 +178,7 @@ def conv2d_input(dy, w, input_shape, *, stride=1, padding=0, dilation=1, groups=
                  core_mask=None):
     """dx, the gradient with respect to x (of shape input_shape), a new array."""
     w_shape = four_d(w, "w")
-    conv = Convolution(layout, input_shape, w_shape[0], _kernel_of(w_shape, layout), stride,
+    conv = convolution(layout, input_shape, w_shape[0], _kernel_of(w_shape, layout), stride,
                        padding, dilation, groups)
     dx = np.empty(conv.x_shape, np.float32)
     conv.backward_data(checked(dy, "dy", conv.y_shape), checked(w, "w", conv.w_shape),
@@ -167,7 +192,7 @@ def conv2d_weight(x, dy, kernel_size, *, stride=1, padding=0, dilation=1, groups
     order (OHWI or OIHW), a new array. kernel_size: an int or (kh, kw)."""
     check_layout(layout)
     x_shape, dy_shape = four_d(x, "x"), four_d(dy, "dy")
-    conv = Convolution(layout, x_shape, dy_shape[_channel_axis(layout)],
+    conv = convolution(layout, x_shape, dy_shape[_channel_axis(layout)],
                        kernel_size, stride, padding, dilation, groups)
     dw = np.empty(conv.w_shape, np.float32)
     conv.backward_weights(checked(x, "x", conv.x_shape), checked(dy, "dy", conv.y_shape),
@@ -189,7 +214,7 @@ def conv2d_bias(dy, *, stride=1, padding=0, dilation=1, groups=1, layout="NHWC",
         n, c, oh, ow = dy_shape
         pixels = (n, 1, oh, ow)
     # A 1x1 convolution from one channel to c: its output is shaped as dy.
-    conv = Convolution(layout, pixels, c, 1)
+    conv = convolution(layout, pixels, c, 1)
     db = np.empty(conv.b_shape, np.float32)
     conv.backward_bias(checked(dy, "dy", conv.y_shape), db.ctypes.data, core_mask)
     return db

@@ -10,7 +10,7 @@ Tensors of another dtype than float32 (half, double) raise TypeError: the
 training-step API is fp32."""
 import torch
 
-from ._conv import Convolution, as_ints
+from ._conv import as_ints, convolution
 
 __all__ = ["Conv2d", "Conv2dFunction", "conv2d", "conv2d_input", "conv2d_weight"]
 
@@ -36,7 +36,7 @@ def _padding(padding, kernel_size, dilation, stride):
 def _convolution(input_shape, weight_shape, stride, padding, dilation, groups):
     """The NCHW Convolution of an input of input_shape and OIHW weights."""
     kernel = tuple(weight_shape[2:])
-    return Convolution("NCHW", tuple(input_shape), weight_shape[0], kernel, stride,
+    return convolution("NCHW", tuple(input_shape), weight_shape[0], kernel, stride,
                        _padding(padding, kernel, dilation, stride), dilation, groups)
 
 
