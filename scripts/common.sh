@@ -117,7 +117,7 @@ cg_configure() {
     shift 3
     cmake -S "$CG_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DCONVGRAD_SANITIZE="$sanitize" \
         -DCONVGRAD_BUILD_TESTS=ON -DCONVGRAD_BUILD_EXAMPLES=ON -DCONVGRAD_BUILD_BENCHMARKS=ON \
-        -DCONVGRAD_BUILD_DOCS=ON "$@"
+        -DCONVGRAD_BUILD_DOCS=ON -DCONVGRAD_MPI=ON "$@"
 }
 
 # cg_tmpdir NAME: makes a temporary directory, its path in cg_tmp, removed when

@@ -11,8 +11,9 @@
 #                      kernels only, docs/kernels.md)
 #       build/asan     RelWithDebInfo, -DCONVGRAD_SANITIZE=address (ASan + UBSan)
 #       build/tsan     RelWithDebInfo, -DCONVGRAD_SANITIZE=thread  (TSan)
-#     (the vendor card's two examples and a short train_cnn run are ctest
-#     tests too); runs the release tree's ctest twice more, with
+#     (the vendor card's two examples, short train_cnn runs on both data
+#     sets and, on 2 and 3 MPI ranks, convgrad_mpi's tests and a short
+#     train_cnn_mpi run are ctest tests too); runs the release tree's ctest twice more, with
 #     CONVGRAD_ISA=avx2 and CONVGRAD_ISA=ref (the narrower kernel sets; on a
 #     CPU without them the library falls back and says so); and runs the two
 #     examples once more in the open in the
@@ -21,13 +22,13 @@
 #     the asan and tsan trees; the Python package's pytest suite and a
 #     short Fashion-MNIST training in the release tree
 #     (scripts/test-python.sh); ctest also checks the version and that the
-#     shared library exports exactly the header's functions;
+#     shared libraries export exactly their headers' functions;
 #  3. installs the release tree into a temporary prefix and builds a consumer
-#     against it twice, with CMake's find_package and with pkg-config
-#     (scripts/check-install.sh); builds the API reference in build/release
+#     against it with CMake's find_package and with pkg-config, and an MPI
+#     consumer both ways, run on 2 ranks (scripts/check-install.sh); builds the API reference in build/release
 #     (target docs), which must have no doxygen warning (an undocumented
-#     public name); and checks that a plain cmake build without Criterion
-#     and doxygen works and skips them (scripts/check-plain-build.sh);
+#     public name); and checks that a plain cmake build without Criterion,
+#     doxygen and MPI works and skips them (scripts/check-plain-build.sh);
 #  4. builds the two libFuzzer targets with clang in build/fuzz and runs each:
 #     its seed corpus once, then a fixed seed for 30 s (fuzz_grad_filter) and
 #     20 s (fuzz_conv2d) (tests/fuzz/run.sh).
@@ -177,6 +178,7 @@ fuzz_tree() {
     local dir=build/fuzz
     if ! stage "configure (fuzz)" cg_configure "$dir" RelWithDebInfo "" -DCMAKE_C_COMPILER=clang \
         -DCONVGRAD_BUILD_TESTS=OFF -DCONVGRAD_BUILD_EXAMPLES=OFF -DCONVGRAD_BUILD_BENCHMARKS=OFF \
+        -DCONVGRAD_MPI=OFF \
         -DCONVGRAD_BUILD_FUZZ=ON; then
         skip "build (fuzz)" "configure failed"
         skip "$(fuzz_name)" "configure failed"

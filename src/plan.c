@@ -245,11 +245,11 @@ int cg_grouped_few(const cg_plan *plan)
 
 int cg_outer_rows_fit(const cg_plan *plan)
 {
-    /* measured against the packed GEMM (docs/design.md): the outer products
-     * win up to rows of 49 (7x7, one channel) and 27 (3x3, three), not at
-     * 147 (7x7, three); rows under 64 are whole column units, so a block
-     * is always whole groups */
-    return plan->path == CG_PATH_GENERAL && !cg_grouped_few(plan) &&
+    /* measured against the packed GEMM (docs/design.md) on 1 and 3 input
+     * channels a group only: the outer products win up to rows of 49 (7x7,
+     * one channel) and 27 (3x3, three), not at 147 (7x7, three); rows under
+     * 64 are whole column units, so a block is always whole groups */
+    return plan->path == CG_PATH_GENERAL && !cg_grouped_few(plan) && plan->cin_g <= 3 &&
            plan->row_len < 4 * COLUMN_CHUNK && plan->row_len <= CG_OUTER_MOST_ROW &&
            plan->cout_g <= CG_OUTER_MOST_COUT;
 }

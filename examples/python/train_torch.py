@@ -51,8 +51,8 @@ def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", default=DATA_DIR, help="the four idx .gz files (default %(default)s)")
-    ap.add_argument("--epochs", type=int, default=8, help="default %(default)s (--quick: 2)")
-    ap.add_argument("--batch", type=int, default=64, help="default %(default)s (--quick: 32)")
+    ap.add_argument("--epochs", type=int, default=None, help="default 8 (--quick: 2)")
+    ap.add_argument("--batch", type=int, default=None, help="default 64 (--quick: 32)")
     ap.add_argument("--lr", type=float, default=0.05, help="peak learning rate (default %(default)s)")
     ap.add_argument("--threads", type=int, default=cpus,
                     help="CPUs for both runs (default: this process's, %(default)s)")
@@ -64,11 +64,14 @@ def parse_args():
     ap.add_argument("--quick", action="store_true", help="a smoke run: a few hundred images, 2 epochs")
     ap.add_argument("--out", default="train_torch-out", help="where the CSV and PNG go (default %(default)s)")
     a = ap.parse_args()
-    if a.quick:
-        a.epochs = 2 if "--epochs" not in sys.argv else a.epochs
-        a.batch = 32 if "--batch" not in sys.argv else a.batch
-        a.train_images = a.train_images or 512
-        a.test_images = a.test_images or 256
+    # the defaults, --quick's where it is given, for what the command line left unset
+    for name, full, quick in (("epochs", 8, 2), ("batch", 64, 32), ("train_images", None, 512),
+                              ("test_images", None, 256)):
+        if getattr(a, name) is None:
+            setattr(a, name, quick if a.quick else full)
+    for name in ("epochs", "batch", "train_images", "test_images"):
+        if getattr(a, name) is not None and getattr(a, name) < 1:
+            ap.error("--%s must be at least 1" % name.replace("_", "-"))
     if not 1 <= a.threads <= cpus:
         ap.error("--threads must be 1..%d (this process's CPUs)" % cpus)
     return a

@@ -109,12 +109,8 @@ class Convolution:
 
     def _run(self, function, *addresses, core_mask):
         mask = _cores.resolve(core_mask)
-        _cores.reservations.acquire(mask)
-        try:
-            status = function(self._ref, *addresses, _cores.as_c_int(mask))
-        finally:
-            _cores.reservations.release(mask)
-        raise_for(status)
+        raise_for(_cores.reservations.call(mask, function, self._ref, *addresses,
+                                           _cores.as_c_int(mask)))
 
     def forward(self, x, w, b, y, core_mask=None):
         self._run(lib.cg_conv2d_forward, x, w, b, y, core_mask=core_mask)

@@ -71,5 +71,15 @@ class CoreReservations:
             self._held &= ~mask
             self._changed.notify_all()
 
+    def call(self, mask, function, *args):
+        """function(*args) while holding mask's cores; its result. The try
+        follows the acquire at once, so an exception (Ctrl-C) leaves no core
+        held."""
+        self.acquire(mask)
+        try:
+            return function(*args)
+        finally:
+            self.release(mask)
+
 
 reservations = CoreReservations()

@@ -150,10 +150,6 @@ def conv_grad_filter(dy, x, out_dw, bias=None, *, param, core_mask=None, private
         nbytes = workspace_bytes[mask] = lib.cg_grad_filter_workspace_bytes(
             ctypes.byref(s), _cores.as_c_int(mask), dtype.itemsize)
     s.workspace_ = _workspace(nbytes)
-    _cores.reservations.acquire(mask)
-    try:
-        status = function(*addresses, ctypes.byref(s), _cores.as_c_int(mask))
-    finally:
-        _cores.reservations.release(mask)
-    raise_for(status)
+    raise_for(_cores.reservations.call(mask, function, *addresses, ctypes.byref(s),
+                                       _cores.as_c_int(mask)))
     return out_dw
