@@ -170,12 +170,14 @@ static void add_in_rank_order(float *own, const float *pieces, size_t len, int P
     }
 }
 
-/* The scratch a sum of segs needs: P - 1 copies of this rank's chunk of each. */
+/* The scratch a sum of segs needs: P - 1 copies of the longest chunk (chunk
+ * 0) of each, rather than of this rank's own, so that every rank grows its
+ * scratch at the same call. */
 static size_t scratch_floats_for(const cg_mpi_comm *c, const cgm_segment *segs, int nseg)
 {
     size_t floats = 0;
     for (int s = 0; s < nseg; s++)
-        floats += (size_t)(c->size - 1) * chunk_len(segs[s].n, c->size, c->rank);
+        floats += (size_t)(c->size - 1) * chunk_len(segs[s].n, c->size, 0);
     return floats;
 }
 
@@ -502,13 +504,16 @@ static cg_mpi_request *take_request(cg_mpi_comm *c)
     return r;
 }
 
-/* Makes the scratch hold `floats`; grows it only when nothing is queued or
- * running, as the executor reads it. */
+/* Makes the scratch hold `floats`. A queued request uses the scratch only
+ * while it runs: the thread's may be running, so wait for it; without the
+ * thread none runs outside cg_mpi_wait(), and draining here would run the
+ * queue, which needs the other ranks while they may be in a collective. */
 static cg_status reserve_scratch(cg_mpi_comm *c, size_t floats)
 {
     if (floats <= c->scratch_floats)
         return CG_OK;
-    drain(c);
+    if (c->threaded)
+        drain(c);
     float *grown = realloc(c->scratch, floats * sizeof *grown);
     if (!grown)
         return cgm_fail(CG_ERR_NO_MEMORY, "no memory for %zu floats of scratch", floats);
