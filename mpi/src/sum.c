@@ -522,29 +522,43 @@ static cg_status reserve_scratch(cg_mpi_comm *c, size_t floats)
     return CG_OK;
 }
 
-cg_status cgm_start(cg_mpi_comm *c, const cgm_segment *segs, int nseg, cg_status local,
-                    cg_mpi_request **req)
+cg_status cgm_reserve(cg_mpi_comm *c, const cgm_segment *segs, int nseg, cg_mpi_request **req)
 {
+    *req = NULL;
     for (int s = 0; s < nseg; s++)
         if (segs[s].n > (size_t)INT_MAX)
             return cgm_fail(CG_ERR_OVERFLOW, "n=%zu exceeds INT_MAX floats", segs[s].n);
     cg_status s = reserve_scratch(c, scratch_floats_for(c, segs, nseg));
     if (s != CG_OK)
         return s;
-    cg_mpi_request *r = take_request(c);
-    if (!r)
+    if (!(*req = take_request(c)))
         return cgm_fail(CG_ERR_NO_MEMORY, "no memory for a request");
+    return cgm_ok();
+}
+
+void cgm_release(cg_mpi_comm *c, cg_mpi_request *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&c->lock);
+    r->next = c->free_list;
+    c->free_list = r;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void cgm_start(cg_mpi_comm *c, cg_mpi_request *r, const cgm_segment *segs, int nseg,
+               cg_status local)
+{
     memcpy(r->seg, segs, (size_t)nseg * sizeof *segs);
     r->nseg = nseg;
     r->local = (int)local;
     r->next = NULL;
-    *req = r;
     if (c->size == 1) { /* the sum is the buffer itself: done, with no message */
         r->result = local;
         snprintf(r->detail, sizeof r->detail, "%s",
                  local == CG_OK ? "" : cg_mpi_status_message(local));
         r->done = 1;
-        return cgm_ok();
+        return;
     }
     r->done = 0;
     pthread_mutex_lock(&c->lock);
@@ -555,7 +569,6 @@ cg_status cgm_start(cg_mpi_comm *c, const cgm_segment *segs, int nseg, cg_status
     c->tail = r;
     pthread_cond_signal(&c->work_ready);
     pthread_mutex_unlock(&c->lock);
-    return cgm_ok();
 }
 
 CGM_API cg_status cg_mpi_sum_start(cg_mpi_comm *c, float *buf, size_t n, cg_mpi_request **req)
@@ -570,7 +583,12 @@ CGM_API cg_status cg_mpi_sum_start(cg_mpi_comm *c, float *buf, size_t n, cg_mpi_
     if (!buf)
         return cgm_fail(CG_ERR_NULL_POINTER, "buf is NULL");
     const cgm_segment seg = {buf, n};
-    return cgm_start(c, &seg, 1, CG_OK, req);
+    /* No agreement here: a failure is this rank's alone (docs/mpi.md). */
+    cg_status s = cgm_reserve(c, &seg, 1, req);
+    if (s != CG_OK)
+        return s;
+    cgm_start(c, *req, &seg, 1, CG_OK);
+    return cgm_ok();
 }
 
 CGM_API cg_status cg_mpi_sum(cg_mpi_comm *c, float *buf, size_t n)
@@ -600,9 +618,6 @@ CGM_API cg_status cg_mpi_wait(cg_mpi_request *req)
         cgm_ok();
     else
         cgm_fail(s, "%s", req->detail);
-    pthread_mutex_lock(&c->lock);
-    req->next = c->free_list;
-    c->free_list = req;
-    pthread_mutex_unlock(&c->lock);
+    cgm_release(c, req);
     return s;
 }
