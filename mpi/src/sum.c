@@ -406,60 +406,80 @@ static int dup_returning_errors(MPI_Comm comm, MPI_Comm *dup)
     return MPI_Comm_set_errhandler(*dup, MPI_ERRORS_RETURN);
 }
 
+static void comm_free_mpi(MPI_Comm *m)
+{
+    if (*m != MPI_COMM_NULL)
+        MPI_Comm_free(m);
+}
+
+/* Stops c's thread, frees its communicators (MPI_COMM_NULL: none) and c. */
+static void comm_discard(cg_mpi_comm *c, int thread_started)
+{
+    if (thread_started) {
+        pthread_mutex_lock(&c->lock);
+        c->stopping = 1;
+        pthread_cond_signal(&c->work_ready);
+        pthread_mutex_unlock(&c->lock);
+        pthread_join(c->thread, NULL);
+    }
+    comm_free_mpi(&c->work);
+    comm_free_mpi(&c->control);
+    comm_free(c);
+}
+
 CGM_API cg_status cg_mpi_comm_create(MPI_Comm comm, cg_mpi_comm **out)
 {
     if (!out)
         return cgm_fail(CG_ERR_NULL_POINTER, "out is NULL");
     *out = NULL;
-    int err, level;
-    if ((err = MPI_Query_thread(&level)) != MPI_SUCCESS)
-        return cgm_mpi_failed("MPI_Query_thread", err);
+    /* Every rank takes part in every collective here whatever failed before
+     * it, then all agree on the outcome: none is left inside a duplication,
+     * and none returns a communicator the others do not have. */
+    MPI_Comm work = MPI_COMM_NULL, control = MPI_COMM_NULL;
+    const int dup_work = dup_returning_errors(comm, &work);
+    const int dup_control = dup_returning_errors(comm, &control);
+    int level = MPI_THREAD_SINGLE;
+    const int queried = MPI_Query_thread(&level);
     cg_mpi_comm *c = calloc(1, sizeof *c);
-    if (!c)
-        return cgm_fail(CG_ERR_NO_MEMORY, "no memory for the communicator");
-    c->work = c->control = MPI_COMM_NULL;
-    pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->work_ready, NULL);
-    pthread_cond_init(&c->work_done, NULL);
-    /* Collective from here: a rank that fails must still take part in the
-     * duplications, so that the others are not left inside them. */
-    const int dup_work = dup_returning_errors(comm, &c->work);
-    const int dup_control = dup_returning_errors(comm, &c->control);
-    if (dup_work != MPI_SUCCESS || dup_control != MPI_SUCCESS) {
-        cg_status s =
-            cgm_mpi_failed("MPI_Comm_dup", dup_work != MPI_SUCCESS ? dup_work : dup_control);
-        if (c->work != MPI_COMM_NULL)
-            MPI_Comm_free(&c->work);
-        if (c->control != MPI_COMM_NULL)
-            MPI_Comm_free(&c->control);
-        comm_free(c);
-        return s;
-    }
-    MPI_Comm_rank(c->work, &c->rank);
-    MPI_Comm_size(c->work, &c->size);
-    const size_t P = (size_t)c->size;
-    c->mreq = malloc(2 * P * (1 + CGM_MAX_SEGMENTS) * sizeof *c->mreq);
-    int ok = c->mreq != NULL;
-    c->threaded = level == MPI_THREAD_MULTIPLE;
-    if (ok && c->threaded && pthread_create(&c->thread, NULL, executor_thread, c) != 0)
-        ok = 0;
-    /* Every rank learns whether every rank is ready, so that none returns a
-     * communicator the others do not have. */
-    int all_ok = ok;
-    if ((err = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->control)) != MPI_SUCCESS ||
-        !all_ok) {
-        cg_status s =
-            err != MPI_SUCCESS ? cgm_mpi_failed("MPI_Allreduce", err)
-            : ok ? cgm_fail(CG_ERR_NO_MEMORY, "another rank could not make its communicator")
-                 : cgm_fail(CG_ERR_NO_MEMORY, "no memory or thread for the communicator");
-        if (ok && c->threaded) {
-            c->stopping = 1;
-            pthread_cond_signal(&c->work_ready);
-            pthread_join(c->thread, NULL);
+    cg_status s = dup_work != MPI_SUCCESS      ? cgm_mpi_failed("MPI_Comm_dup", dup_work)
+                  : dup_control != MPI_SUCCESS ? cgm_mpi_failed("MPI_Comm_dup", dup_control)
+                  : queried != MPI_SUCCESS     ? cgm_mpi_failed("MPI_Query_thread", queried)
+                  : !c ? cgm_fail(CG_ERR_NO_MEMORY, "no memory for the communicator")
+                       : CG_OK;
+    int thread_started = 0;
+    if (c) {
+        c->work = work;
+        c->control = control;
+        pthread_mutex_init(&c->lock, NULL);
+        pthread_cond_init(&c->work_ready, NULL);
+        pthread_cond_init(&c->work_done, NULL);
+        MPI_Comm_rank(comm, &c->rank);
+        MPI_Comm_size(comm, &c->size);
+        c->mreq = malloc(2 * (size_t)c->size * (1 + CGM_MAX_SEGMENTS) * sizeof *c->mreq);
+        c->threaded = level == MPI_THREAD_MULTIPLE;
+        if (s == CG_OK && !c->mreq)
+            s = cgm_fail(CG_ERR_NO_MEMORY, "no memory for the communicator's requests");
+        if (s == CG_OK && c->threaded) {
+            thread_started = pthread_create(&c->thread, NULL, executor_thread, c) == 0;
+            if (!thread_started)
+                s = cgm_fail(CG_ERR_NO_MEMORY, "no thread for the communicator");
         }
-        MPI_Comm_free(&c->work);
-        MPI_Comm_free(&c->control);
-        comm_free(c);
+    }
+    /* On comm itself: a duplicate may be missing on a rank whose dup failed. */
+    const int ok = s == CG_OK;
+    int all_ok = 0;
+    const int err = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (err != MPI_SUCCESS && s == CG_OK)
+        s = cgm_mpi_failed("MPI_Allreduce", err);
+    else if (!all_ok && s == CG_OK)
+        s = cgm_fail(CG_ERR_NO_MEMORY, "another rank could not make its communicator");
+    if (s != CG_OK) {
+        if (c) {
+            comm_discard(c, thread_started);
+        } else {
+            comm_free_mpi(&work);
+            comm_free_mpi(&control);
+        }
         return s;
     }
     *out = c;
@@ -471,16 +491,7 @@ CGM_API void cg_mpi_comm_destroy(cg_mpi_comm *c)
     if (!c)
         return;
     drain(c);
-    if (c->threaded) {
-        pthread_mutex_lock(&c->lock);
-        c->stopping = 1;
-        pthread_cond_signal(&c->work_ready);
-        pthread_mutex_unlock(&c->lock);
-        pthread_join(c->thread, NULL);
-    }
-    MPI_Comm_free(&c->work);
-    MPI_Comm_free(&c->control);
-    comm_free(c);
+    comm_discard(c, c->threaded);
 }
 
 /* ---- starting and waiting -------------------------------------------------- */
