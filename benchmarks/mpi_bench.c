@@ -137,11 +137,22 @@ static int parse(int argc, char **argv, options *o)
 /* ---- the measurement, under mpirun ------------------------------------------ */
 
 /* The slowest rank's seconds since t0 (every rank calls). */
-static double slowest_since(double t0)
+/* The slowest rank's time since t0; *failed becomes 1 on every rank when it
+ * is on any, so that all leave the rounds together. */
+static double slowest_since(double t0, int *failed)
 {
-    double t = MPI_Wtime() - t0, all;
-    MPI_Allreduce(&t, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return all;
+    double mine[2] = {MPI_Wtime() - t0, *failed}, all[2];
+    MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    *failed = all[1] != 0;
+    return all[0];
+}
+
+/* 1 on every rank when failed is on any. */
+static int any_rank(int failed)
+{
+    int any = failed;
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return any;
 }
 
 enum { T_GRAD, T_SUM, T_SERIAL, T_OVERLAP, NT };
@@ -225,28 +236,29 @@ static int measure(const options *o, FILE *csv)
         b.db = malloc((size_t)s.cout * sizeof(float));
         b.db2 = malloc((size_t)s.cout * sizeof(float));
         b.sum = filled(b.sum_n, 3u);
+        if ((failed = any_rank(!b.x || !b.dy || !b.dw || !b.dw2 || !b.db || !b.db2 || !b.sum)) &&
+            rank == 0)
+            fprintf(stderr, "convgrad-bench-mpi: %s: out of memory\n", L->name);
         double t[NT][256];
         const int reps = o->reps < 256 ? o->reps : 256;
-        for (int op = 0; op < NT; op++) /* warm: scratch, requests, caches */
+        for (int op = 0; op < NT && !failed; op++) /* warm: scratch, requests, caches */
             failed |= run_op(op, &b, c, mask);
+        failed = any_rank(failed);
         for (int r = 0; r < reps && !failed; r++)
             for (int op = 0; op < NT; op++) { /* interleaved */
                 MPI_Barrier(MPI_COMM_WORLD);
                 const double t0 = MPI_Wtime();
                 failed |= run_op(op, &b, c, mask);
-                t[op][r] = slowest_since(t0);
+                t[op][r] = slowest_since(t0, &failed);
             }
-        int any_failed = failed;
-        MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        failed = any_failed;
-        double med[NT], best[NT];
-        for (int op = 0; op < NT; op++) {
-            med[op] = bench_median(t[op], reps);
-            best[op] = t[op][0];
-        }
-        const double bytes = 4.0 * (double)b.sum_n;
-        const double saved = med[T_SERIAL] - med[T_OVERLAP];
         if (rank == 0 && !failed) {
+            double med[NT], best[NT];
+            for (int op = 0; op < NT; op++) {
+                med[op] = bench_median(t[op], reps);
+                best[op] = t[op][0];
+            }
+            const double bytes = 4.0 * (double)b.sum_n;
+            const double saved = med[T_SERIAL] - med[T_OVERLAP];
             char hidden[16] = "-"; /* a sum under 5% of the step: lost in the noise */
             if (nranks > 1 && med[T_SUM] > 0.05 * med[T_SERIAL])
                 snprintf(hidden, sizeof hidden, "%.0f%%", 100.0 * saved / med[T_SUM]);

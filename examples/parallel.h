@@ -32,5 +32,8 @@ cg_status par_finish_step(cnn_parallel *p, double *loss, int *correct);
 /* 1 when every rank's parameters have this checksum (collective). */
 int par_same_weights(cnn_parallel *p, uint64_t checksum);
 void par_end(cnn_parallel *p);
+/* Ends every process with exit status code at once (MPI_Abort for MPI): for
+ * a failure on some ranks only, which the others would wait for. */
+_Noreturn void par_abort(cnn_parallel *p, int code);
 
 #endif

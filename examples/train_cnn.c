@@ -106,12 +106,12 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void *xcalloc(size_t n, size_t size)
+static void *xcalloc(cnn_parallel *par, size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
     if (!p) {
         fprintf(stderr, PROGRAM ": out of memory (%zu x %zu bytes)\n", n, size);
-        exit(EXIT_ERROR);
+        par_abort(par, EXIT_ERROR);
     }
     return p;
 }
@@ -555,22 +555,24 @@ int main(int argc, char **argv)
     /* every file goes to out (absolute): a bad --out fails here, before the
      * training; rank 0 writes them all */
     char out[4096] = "";
+    /* From here a failure on one rank ends every rank (par_abort): the others
+     * would wait for it in their next collective. */
     if (rank == 0 && tool_open_out(PROGRAM, o.out_dir, argc, argv, out, sizeof out) != 0)
-        return EXIT_ERROR;
+        par_abort(par, EXIT_ERROR);
     if (rank == 0 && add_metadata(out, &o) != 0) {
         fprintf(stderr, PROGRAM ": cannot write %s/metadata.csv: %s\n", out, strerror(errno));
-        return EXIT_ERROR;
+        par_abort(par, EXIT_ERROR);
     }
 
     double t0 = now_s();
     cnn_data data;
     if (o.dataset == DATA_FASHION_MNIST ? cnn_data_fashion_mnist(&data, o.data_dir, o.train, o.test)
                                         : cnn_data_generated(&data, o.train, o.test, o.seed))
-        return EXIT_ERROR;
+        par_abort(par, EXIT_ERROR);
     double t_data = now_s() - t0;
     cnn_net *m = cnn_create(o.layout, data.classes, o.batch, o.core_mask);
     if (!m)
-        return EXIT_ERROR;
+        par_abort(par, EXIT_ERROR);
 
     int ncores = GetCoreNum(o.core_mask);
     const char *layout_name = o.layout == CG_LAYOUT_NHWC ? "NHWC/OHWI" : "NCHW/OIHW";
@@ -596,10 +598,10 @@ int main(int argc, char **argv)
     cnn_init_params(m, o.seed);
     cnn_shuffle shuffle;
     if (cnn_shuffle_init(&shuffle, o.train, o.seed))
-        return EXIT_ERROR;
-    float *images = xcalloc((size_t)o.batch * CNN_IMG * CNN_IMG, sizeof(float));
-    unsigned char *labels = xcalloc((size_t)o.batch, 1);
-    epoch_row *rows = xcalloc((size_t)o.epochs, sizeof(epoch_row));
+        par_abort(par, EXIT_ERROR);
+    float *images = xcalloc(par, (size_t)o.batch * CNN_IMG * CNN_IMG, sizeof(float));
+    unsigned char *labels = xcalloc(par, (size_t)o.batch, 1);
+    epoch_row *rows = xcalloc(par, (size_t)o.epochs, sizeof(epoch_row));
 
     const int nb = (o.train + o.batch - 1) / o.batch;
     const long total_steps = (long)nb * o.epochs;
@@ -626,7 +628,7 @@ int main(int argc, char **argv)
             if (cnn_train_step(m, images, labels, mine, bs, par_hooks(par), &loss,
                                &batch_correct) != CG_OK ||
                 par_finish_step(par, &loss, &batch_correct) != CG_OK)
-                return EXIT_ERROR;
+                par_abort(par, EXIT_ERROR);
             correct += batch_correct;
             if (!isfinite(loss)) {
                 progress_clear(&prog);
@@ -634,6 +636,7 @@ int main(int argc, char **argv)
                         PROGRAM ": the loss is not finite at epoch %d, batch %d: the training "
                                 "diverged (try a lower --lr)\n",
                         e + 1, b + 1);
+                par_end(par); /* the loss is summed: every rank stops here */
                 return EXIT_TARGET_MISSED;
             }
             if (first_batch_loss < 0)
@@ -650,6 +653,7 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     PROGRAM ": rank %d: the weights differ between the ranks after epoch %d\n",
                     rank, e + 1);
+            par_end(par); /* every rank got the same minimum and maximum */
             return EXIT_ERROR;
         }
         epoch_row *row = &rows[e];
@@ -657,7 +661,7 @@ int main(int argc, char **argv)
         row->train_acc = 100.0 * correct / seen;
         row->lr = lr;
         if (cnn_evaluate(m, &data.test, &row->test_loss, &row->test_acc) != CG_OK)
-            return EXIT_ERROR;
+            par_abort(par, EXIT_ERROR);
         row->seconds = now_s() - te;
         row->conv_seconds = cnn_conv_seconds(m) - conv_before;
         printf("epoch %*d/%d  train loss %.4f  acc %6.2f%%  |  held-out loss %.4f  acc %6.2f%%  "
@@ -671,7 +675,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/train_cnn.csv", out);
     if (rank == 0 && write_csv(path, rows, o.epochs) != 0) {
         fprintf(stderr, PROGRAM ": cannot write %s: %s\n", path, strerror(errno));
-        return EXIT_ERROR;
+        par_abort(par, EXIT_ERROR);
     }
     char why[512], title[256];
     snprintf(title, sizeof title, PROGRAM ": %s, %d training images, seed %llu, %s, %d core%s%s",

@@ -18,6 +18,7 @@
 #include <convgrad_mpi.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Started sums a step has in flight: two a linear layer, one a conv layer. */
 enum { MAX_IN_FLIGHT = 2 * CNN_LAYERS };
@@ -68,8 +69,11 @@ static void grads_ready(void *ctx, int layer, cnn_grads g)
 cnn_parallel *par_start(int *argc, char ***argv)
 {
     static cnn_parallel p;
-    int provided;
-    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    int provided, err = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    if (err != MPI_SUCCESS) {
+        fprintf(stderr, "train_cnn_mpi: MPI_Init_thread failed (error %d)\n", err);
+        return NULL;
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &p.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p.ranks);
     MPI_Comm node;
@@ -154,4 +158,12 @@ void par_end(cnn_parallel *p)
 {
     cg_mpi_comm_destroy(p->comm);
     MPI_Finalize();
+}
+
+void par_abort(cnn_parallel *p, int code)
+{
+    (void)p;
+    fflush(stdout);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    exit(code); /* MPI_Abort should not return */
 }

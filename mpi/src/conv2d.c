@@ -133,15 +133,29 @@ CGM_API cg_status cg_mpi_conv2d_backward_weights_start(cg_mpi_comm *c, const cg_
         return cgm_fail(CG_ERR_NULL_POINTER, "c is NULL");
     char detail[CGM_DETAIL_MAX];
     cg_status s = check_locally(conv, x, dy, dw, core_mask, detail, sizeof detail);
-    if ((s = agree(c, conv, db, s, detail)) != CG_OK)
+    cgm_segment segs[CGM_MAX_SEGMENTS] = {{0}};
+    const int nseg = db ? 2 : 1;
+    cg_mpi_request *r = NULL;
+    if (s == CG_OK) {
+        segs[0] =
+            (cgm_segment){dw, (size_t)conv->out_c * (size_t)conv->kernel_h *
+                                  (size_t)conv->kernel_w * (size_t)(conv->in_c / conv->groups)};
+        segs[1] = (cgm_segment){db, (size_t)conv->out_c};
+        /* Before the agreement: a rank short of memory then fails it on every
+         * rank, rather than leaving the others waiting for its sum. */
+        if ((s = cgm_reserve(c, segs, nseg, &r)) != CG_OK)
+            snprintf(detail, sizeof detail, "%s", cg_mpi_last_error_detail());
+    }
+    if ((s = agree(c, conv, db, s, detail)) != CG_OK) {
+        cgm_release(c, r);
         return s;
-    const size_t dw_n = (size_t)conv->out_c * (size_t)conv->kernel_h * (size_t)conv->kernel_w *
-                        (size_t)(conv->in_c / conv->groups);
+    }
     /* A failure here (a resource: memory, a thread, a busy core) travels with
      * the sum, so that every rank's wait returns it. */
-    const cg_status computed = compute_locally(conv, x, dy, dw, dw_n, db, core_mask);
-    const cgm_segment segs[CGM_MAX_SEGMENTS] = {{dw, dw_n}, {db, (size_t)conv->out_c}};
-    return cgm_start(c, segs, db ? 2 : 1, computed, req);
+    const cg_status computed = compute_locally(conv, x, dy, dw, segs[0].n, db, core_mask);
+    cgm_start(c, r, segs, nseg, computed);
+    *req = r;
+    return cgm_ok();
 }
 
 CGM_API cg_status cg_mpi_conv2d_backward_weights(cg_mpi_comm *c, const cg_conv2d *conv,

@@ -19,12 +19,18 @@ typedef struct cgm_segment {
 } cgm_segment;
 enum { CGM_MAX_SEGMENTS = 2 };
 
-/* Starts the sum of segs (nseg <= CGM_MAX_SEGMENTS, every n >= 1). local is
- * this rank's status, exchanged with the pieces: when any rank's is not CG_OK
- * no rank changes its buffers, and every rank's wait returns the lowest such
- * rank's status. */
-cg_status cgm_start(cg_mpi_comm *c, const cgm_segment *segs, int nseg, cg_status local,
-                    cg_mpi_request **req);
+/* What a sum of segs (nseg <= CGM_MAX_SEGMENTS, every n >= 1) needs: its
+ * scratch and *req. A gradient reserves before its agreement, so that a
+ * failure here (this rank's alone) is agreed on like a bad descriptor. */
+cg_status cgm_reserve(cg_mpi_comm *c, const cgm_segment *segs, int nseg, cg_mpi_request **req);
+/* Gives back a reserved request that was not started (NULL: nothing). */
+void cgm_release(cg_mpi_comm *c, cg_mpi_request *r);
+/* Starts the sum of segs in r, reserved for them. local is this rank's
+ * status, exchanged with the pieces: when any rank's is not CG_OK no rank
+ * changes its buffers, and every rank's wait returns the lowest such rank's
+ * status. */
+void cgm_start(cg_mpi_comm *c, cg_mpi_request *r, const cgm_segment *segs, int nseg,
+               cg_status local);
 
 /* The communicator on which the caller's thread runs its own collectives
  * (a gradient's agreement), beside the one the sums run on. */

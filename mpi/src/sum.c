@@ -170,12 +170,14 @@ static void add_in_rank_order(float *own, const float *pieces, size_t len, int P
     }
 }
 
-/* The scratch a sum of segs needs: P - 1 copies of this rank's chunk of each. */
+/* The scratch a sum of segs needs: P - 1 copies of the longest chunk (chunk
+ * 0) of each, rather than of this rank's own, so that every rank grows its
+ * scratch at the same call. */
 static size_t scratch_floats_for(const cg_mpi_comm *c, const cgm_segment *segs, int nseg)
 {
     size_t floats = 0;
     for (int s = 0; s < nseg; s++)
-        floats += (size_t)(c->size - 1) * chunk_len(segs[s].n, c->size, c->rank);
+        floats += (size_t)(c->size - 1) * chunk_len(segs[s].n, c->size, 0);
     return floats;
 }
 
@@ -404,60 +406,80 @@ static int dup_returning_errors(MPI_Comm comm, MPI_Comm *dup)
     return MPI_Comm_set_errhandler(*dup, MPI_ERRORS_RETURN);
 }
 
+static void comm_free_mpi(MPI_Comm *m)
+{
+    if (*m != MPI_COMM_NULL)
+        MPI_Comm_free(m);
+}
+
+/* Stops c's thread, frees its communicators (MPI_COMM_NULL: none) and c. */
+static void comm_discard(cg_mpi_comm *c, int thread_started)
+{
+    if (thread_started) {
+        pthread_mutex_lock(&c->lock);
+        c->stopping = 1;
+        pthread_cond_signal(&c->work_ready);
+        pthread_mutex_unlock(&c->lock);
+        pthread_join(c->thread, NULL);
+    }
+    comm_free_mpi(&c->work);
+    comm_free_mpi(&c->control);
+    comm_free(c);
+}
+
 CGM_API cg_status cg_mpi_comm_create(MPI_Comm comm, cg_mpi_comm **out)
 {
     if (!out)
         return cgm_fail(CG_ERR_NULL_POINTER, "out is NULL");
     *out = NULL;
-    int err, level;
-    if ((err = MPI_Query_thread(&level)) != MPI_SUCCESS)
-        return cgm_mpi_failed("MPI_Query_thread", err);
+    /* Every rank takes part in every collective here whatever failed before
+     * it, then all agree on the outcome: none is left inside a duplication,
+     * and none returns a communicator the others do not have. */
+    MPI_Comm work = MPI_COMM_NULL, control = MPI_COMM_NULL;
+    const int dup_work = dup_returning_errors(comm, &work);
+    const int dup_control = dup_returning_errors(comm, &control);
+    int level = MPI_THREAD_SINGLE;
+    const int queried = MPI_Query_thread(&level);
     cg_mpi_comm *c = calloc(1, sizeof *c);
-    if (!c)
-        return cgm_fail(CG_ERR_NO_MEMORY, "no memory for the communicator");
-    c->work = c->control = MPI_COMM_NULL;
-    pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->work_ready, NULL);
-    pthread_cond_init(&c->work_done, NULL);
-    /* Collective from here: a rank that fails must still take part in the
-     * duplications, so that the others are not left inside them. */
-    const int dup_work = dup_returning_errors(comm, &c->work);
-    const int dup_control = dup_returning_errors(comm, &c->control);
-    if (dup_work != MPI_SUCCESS || dup_control != MPI_SUCCESS) {
-        cg_status s =
-            cgm_mpi_failed("MPI_Comm_dup", dup_work != MPI_SUCCESS ? dup_work : dup_control);
-        if (c->work != MPI_COMM_NULL)
-            MPI_Comm_free(&c->work);
-        if (c->control != MPI_COMM_NULL)
-            MPI_Comm_free(&c->control);
-        comm_free(c);
-        return s;
-    }
-    MPI_Comm_rank(c->work, &c->rank);
-    MPI_Comm_size(c->work, &c->size);
-    const size_t P = (size_t)c->size;
-    c->mreq = malloc(2 * P * (1 + CGM_MAX_SEGMENTS) * sizeof *c->mreq);
-    int ok = c->mreq != NULL;
-    c->threaded = level == MPI_THREAD_MULTIPLE;
-    if (ok && c->threaded && pthread_create(&c->thread, NULL, executor_thread, c) != 0)
-        ok = 0;
-    /* Every rank learns whether every rank is ready, so that none returns a
-     * communicator the others do not have. */
-    int all_ok = ok;
-    if ((err = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->control)) != MPI_SUCCESS ||
-        !all_ok) {
-        cg_status s =
-            err != MPI_SUCCESS ? cgm_mpi_failed("MPI_Allreduce", err)
-            : ok ? cgm_fail(CG_ERR_NO_MEMORY, "another rank could not make its communicator")
-                 : cgm_fail(CG_ERR_NO_MEMORY, "no memory or thread for the communicator");
-        if (ok && c->threaded) {
-            c->stopping = 1;
-            pthread_cond_signal(&c->work_ready);
-            pthread_join(c->thread, NULL);
+    cg_status s = dup_work != MPI_SUCCESS      ? cgm_mpi_failed("MPI_Comm_dup", dup_work)
+                  : dup_control != MPI_SUCCESS ? cgm_mpi_failed("MPI_Comm_dup", dup_control)
+                  : queried != MPI_SUCCESS     ? cgm_mpi_failed("MPI_Query_thread", queried)
+                  : !c ? cgm_fail(CG_ERR_NO_MEMORY, "no memory for the communicator")
+                       : CG_OK;
+    int thread_started = 0;
+    if (c) {
+        c->work = work;
+        c->control = control;
+        pthread_mutex_init(&c->lock, NULL);
+        pthread_cond_init(&c->work_ready, NULL);
+        pthread_cond_init(&c->work_done, NULL);
+        MPI_Comm_rank(comm, &c->rank);
+        MPI_Comm_size(comm, &c->size);
+        c->mreq = malloc(2 * (size_t)c->size * (1 + CGM_MAX_SEGMENTS) * sizeof *c->mreq);
+        c->threaded = level == MPI_THREAD_MULTIPLE;
+        if (s == CG_OK && !c->mreq)
+            s = cgm_fail(CG_ERR_NO_MEMORY, "no memory for the communicator's requests");
+        if (s == CG_OK && c->threaded) {
+            thread_started = pthread_create(&c->thread, NULL, executor_thread, c) == 0;
+            if (!thread_started)
+                s = cgm_fail(CG_ERR_NO_MEMORY, "no thread for the communicator");
         }
-        MPI_Comm_free(&c->work);
-        MPI_Comm_free(&c->control);
-        comm_free(c);
+    }
+    /* On comm itself: a duplicate may be missing on a rank whose dup failed. */
+    const int ok = s == CG_OK;
+    int all_ok = 0;
+    const int err = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (err != MPI_SUCCESS && s == CG_OK)
+        s = cgm_mpi_failed("MPI_Allreduce", err);
+    else if (!all_ok && s == CG_OK)
+        s = cgm_fail(CG_ERR_NO_MEMORY, "another rank could not make its communicator");
+    if (s != CG_OK) {
+        if (c) {
+            comm_discard(c, thread_started);
+        } else {
+            comm_free_mpi(&work);
+            comm_free_mpi(&control);
+        }
         return s;
     }
     *out = c;
@@ -469,16 +491,7 @@ CGM_API void cg_mpi_comm_destroy(cg_mpi_comm *c)
     if (!c)
         return;
     drain(c);
-    if (c->threaded) {
-        pthread_mutex_lock(&c->lock);
-        c->stopping = 1;
-        pthread_cond_signal(&c->work_ready);
-        pthread_mutex_unlock(&c->lock);
-        pthread_join(c->thread, NULL);
-    }
-    MPI_Comm_free(&c->work);
-    MPI_Comm_free(&c->control);
-    comm_free(c);
+    comm_discard(c, c->threaded);
 }
 
 /* ---- starting and waiting -------------------------------------------------- */
@@ -502,13 +515,16 @@ static cg_mpi_request *take_request(cg_mpi_comm *c)
     return r;
 }
 
-/* Makes the scratch hold `floats`; grows it only when nothing is queued or
- * running, as the executor reads it. */
+/* Makes the scratch hold `floats`. A queued request uses the scratch only
+ * while it runs: the thread's may be running, so wait for it; without the
+ * thread none runs outside cg_mpi_wait(), and draining here would run the
+ * queue, which needs the other ranks while they may be in a collective. */
 static cg_status reserve_scratch(cg_mpi_comm *c, size_t floats)
 {
     if (floats <= c->scratch_floats)
         return CG_OK;
-    drain(c);
+    if (c->threaded)
+        drain(c);
     float *grown = realloc(c->scratch, floats * sizeof *grown);
     if (!grown)
         return cgm_fail(CG_ERR_NO_MEMORY, "no memory for %zu floats of scratch", floats);
@@ -517,29 +533,43 @@ static cg_status reserve_scratch(cg_mpi_comm *c, size_t floats)
     return CG_OK;
 }
 
-cg_status cgm_start(cg_mpi_comm *c, const cgm_segment *segs, int nseg, cg_status local,
-                    cg_mpi_request **req)
+cg_status cgm_reserve(cg_mpi_comm *c, const cgm_segment *segs, int nseg, cg_mpi_request **req)
 {
+    *req = NULL;
     for (int s = 0; s < nseg; s++)
         if (segs[s].n > (size_t)INT_MAX)
             return cgm_fail(CG_ERR_OVERFLOW, "n=%zu exceeds INT_MAX floats", segs[s].n);
     cg_status s = reserve_scratch(c, scratch_floats_for(c, segs, nseg));
     if (s != CG_OK)
         return s;
-    cg_mpi_request *r = take_request(c);
-    if (!r)
+    if (!(*req = take_request(c)))
         return cgm_fail(CG_ERR_NO_MEMORY, "no memory for a request");
+    return cgm_ok();
+}
+
+void cgm_release(cg_mpi_comm *c, cg_mpi_request *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&c->lock);
+    r->next = c->free_list;
+    c->free_list = r;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void cgm_start(cg_mpi_comm *c, cg_mpi_request *r, const cgm_segment *segs, int nseg,
+               cg_status local)
+{
     memcpy(r->seg, segs, (size_t)nseg * sizeof *segs);
     r->nseg = nseg;
     r->local = (int)local;
     r->next = NULL;
-    *req = r;
     if (c->size == 1) { /* the sum is the buffer itself: done, with no message */
         r->result = local;
         snprintf(r->detail, sizeof r->detail, "%s",
                  local == CG_OK ? "" : cg_mpi_status_message(local));
         r->done = 1;
-        return cgm_ok();
+        return;
     }
     r->done = 0;
     pthread_mutex_lock(&c->lock);
@@ -550,7 +580,6 @@ cg_status cgm_start(cg_mpi_comm *c, const cgm_segment *segs, int nseg, cg_status
     c->tail = r;
     pthread_cond_signal(&c->work_ready);
     pthread_mutex_unlock(&c->lock);
-    return cgm_ok();
 }
 
 CGM_API cg_status cg_mpi_sum_start(cg_mpi_comm *c, float *buf, size_t n, cg_mpi_request **req)
@@ -565,7 +594,12 @@ CGM_API cg_status cg_mpi_sum_start(cg_mpi_comm *c, float *buf, size_t n, cg_mpi_
     if (!buf)
         return cgm_fail(CG_ERR_NULL_POINTER, "buf is NULL");
     const cgm_segment seg = {buf, n};
-    return cgm_start(c, &seg, 1, CG_OK, req);
+    /* No agreement here: a failure is this rank's alone (docs/mpi.md). */
+    cg_status s = cgm_reserve(c, &seg, 1, req);
+    if (s != CG_OK)
+        return s;
+    cgm_start(c, *req, &seg, 1, CG_OK);
+    return cgm_ok();
 }
 
 CGM_API cg_status cg_mpi_sum(cg_mpi_comm *c, float *buf, size_t n)
@@ -595,9 +629,6 @@ CGM_API cg_status cg_mpi_wait(cg_mpi_request *req)
         cgm_ok();
     else
         cgm_fail(s, "%s", req->detail);
-    pthread_mutex_lock(&c->lock);
-    req->next = c->free_list;
-    c->free_list = req;
-    pthread_mutex_unlock(&c->lock);
+    cgm_release(c, req);
     return s;
 }

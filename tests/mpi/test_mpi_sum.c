@@ -4,6 +4,8 @@
  *     0..P-1, on every rank, for n = 0, 1, below, at and above P, and large;
  *   - several sums in flight at once, waited for in any order, with a
  *     blocking sum and the caller's own MPI call between;
+ *   - sums of 3, 2 and 4 floats in flight across a barrier (their scratch
+ *     grows at the same start on every rank);
  *   - the started sum progresses while the caller is not in MPI: the wait
  *     after a pause as long as the blocking sum takes clearly less than it.
  *
@@ -110,6 +112,33 @@ static void test_in_flight(cg_mpi_comm *c, float *tmp)
     }
 }
 
+/* Sums started back to back whose chunks differ by one float between the
+ * ranks (n odd), then a collective of the caller's before the waits: every
+ * rank must grow its scratch at the same start, or one runs the queue there
+ * (no thread) while another is in the barrier. On a comm of its own, so that
+ * its scratch starts empty. */
+static void test_growth_in_flight(float *tmp)
+{
+    cg_mpi_comm *c = NULL;
+    CHECK_OK(cg_mpi_comm_create(MPI_COMM_WORLD, &c));
+    if (!c)
+        return;
+    enum { K = 3 };
+    const size_t sizes[K] = {3, 2, 4};
+    sum_case k[K];
+    cg_mpi_request *req[K];
+    for (int i = 0; i < K; i++) {
+        case_make(&k[i], 300 + i, sizes[i], tmp);
+        CHECK_OK(cg_mpi_sum_start(c, k[i].buf, k[i].n, &req[i]));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < K; i++) {
+        CHECK_OK(cg_mpi_wait(req[i]));
+        case_check(&k[i], "scratch grown in flight");
+    }
+    cg_mpi_comm_destroy(c);
+}
+
 static double now(void)
 {
     struct timespec t;
@@ -185,6 +214,7 @@ int main(int argc, char **argv)
     float *tmp = malloc(((1u << 20) + 7) * sizeof *tmp);
     test_sizes(c, tmp);
     test_in_flight(c, tmp);
+    test_growth_in_flight(tmp);
     test_overlap(c, cg_mpi_comm_overlaps(c));
     free(tmp);
     cg_mpi_comm_destroy(c);
