@@ -139,6 +139,7 @@ typedef struct share {
     int64_t slices;                            /* of the whole sum (1 when by columns) */
     int64_t first, last;                       /* this core's column units, or slices */
     int in_team;                               /* by slices, one slice shared by several cores */
+    int holder;                                /* in a team: the core holding its partial */
     int64_t team_units_first, team_units_last; /* in a team: its column units */
     int64_t kc;                                /* general path: rows a pass */
     int64_t pack_floats; /* the packing's (or depthwise accumulators') scratch */
@@ -215,6 +216,7 @@ static void join_team(const cg_plan *p, int rank, int members, share *s)
             s->first = i;
             s->last = i + 1;
             s->in_team = 1;
+            s->holder = (int)first;
             cg_split_range(cg_column_units(p), (int)(rank - first), (int)(last - first),
                            &s->team_units_first, &s->team_units_last);
             return;
@@ -233,9 +235,8 @@ static share plan_share(const cg_weights_call *c, int rank, int members)
         cg_split_range(s.by_columns ? cg_column_units(p) : s.slices, rank, members, &s.first,
                        &s.last);
     if (s.in_team) {
-        const int holds = rank == team_holder(s.slices, members, s.first);
         s.pack_floats = slices_pack_floats(p, s.kc);
-        s.part_floats = holds && !whole_into_out(c, &s) ? (int64_t)p->dw_elems : 0;
+        s.part_floats = rank == s.holder && !whole_into_out(c, &s) ? (int64_t)p->dw_elems : 0;
     } else if (s.by_columns) {
         s.pack_floats = columns_pack_floats(p, s.kc, s.first, s.last);
     } else if (s.first < s.last) {
@@ -323,16 +324,19 @@ static void reduce_slices(const cg_weights_call *c, const share *s, int rank)
 {
     const float *part[CG_MAX_SLICES];
     const int64_t pack = slices_pack_floats(&c->plan, s->kc); /* this core may have none */
-    for (int64_t i = 0; s->in_team && i < s->slices; i++)
-        part[i] =
-            (const float *)cm_scratch_of(c->core_mask, team_holder(s->slices, c->core_num, i)) +
-            pack;
-    for (int r = 0; !s->in_team && r < c->core_num; r++) {
-        int64_t first, last;
-        cg_split_range(s->slices, r, c->core_num, &first, &last);
-        for (int64_t i = first; i < last; i++)
-            part[i] = (const float *)cm_scratch_of(c->core_mask, r) + pack +
-                      (i - first) * (int64_t)c->plan.dw_elems;
+    if (s->in_team) {
+        for (int64_t i = 0; i < s->slices; i++)
+            part[i] =
+                (const float *)cm_scratch_of(c->core_mask, team_holder(s->slices, c->core_num, i)) +
+                pack;
+    } else {
+        for (int r = 0; r < c->core_num; r++) {
+            int64_t first, last;
+            cg_split_range(s->slices, r, c->core_num, &first, &last);
+            for (int64_t i = first; i < last; i++)
+                part[i] = (const float *)cm_scratch_of(c->core_mask, r) + pack +
+                          (i - first) * (int64_t)c->plan.dw_elems;
+        }
     }
     size_t begin, end;
     float sum[CHUNK];
@@ -368,12 +372,13 @@ cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err)
             sum_slice(c, &s, 0, scratch, direct_beta(c), direct_out(c));
     } else {
         if (s.in_team) {
-            float *held = cm_scratch_of(c->core_mask, team_holder(s.slices, c->core_num, s.first));
+            float *held = cm_scratch_of(c->core_mask, s.holder);
             team_slice(c, &s, scratch, 0.0f, held + s.pack_floats);
+        } else {
+            for (int64_t i = s.first; i < s.last; i++)
+                sum_slice(c, &s, i, scratch, 0.0f,
+                          scratch + s.pack_floats + (i - s.first) * (int64_t)p->dw_elems);
         }
-        for (int64_t i = s.first; !s.in_team && i < s.last; i++)
-            sum_slice(c, &s, i, scratch, 0.0f,
-                      scratch + s.pack_floats + (i - s.first) * (int64_t)p->dw_elems);
         cm_bar_all(c->core_mask, 1); /* every slice's partial written */
         reduce_slices(c, &s, rank);
     }
