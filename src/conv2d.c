@@ -710,16 +710,24 @@ static void rows_product(const job *jb, const float *src, const int64_t *tab, in
 
 /* The calling core's share of the kc blocks of B (the blocks dealt out in
  * turn, counted by *block across calls): block pc of the k x n matrix whose
- * element (p, j) is x[j*stride_j + p*stride_p], packed at dst. */
+ * element (p, j) is x[j*stride_j + p*stride_p], packed at dst, a micro-panel
+ * at a time (cg_rows_panel). */
 static void pack_b_share(const job *jb, int rank, int64_t *block, const float *x, size_t stride_j,
                          size_t stride_p, int64_t k, int64_t n, float *dst)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     const int64_t np = (int64_t)cg_rows_b_floats(bl, 1, n);
-    for (int64_t pc = 0; pc < k; pc += bl->kc, ++*block)
-        if (*block % jb->members == rank)
-            cg_pack_panels(x + pc * stride_p, stride_j, stride_p, (int)n,
-                           (int)min64(bl->kc, k - pc), bl->nr, dst + pc * np);
+    for (int64_t pc = 0; pc < k; pc += bl->kc, ++*block) {
+        if (*block % jb->members != rank)
+            continue;
+        const int64_t kb = min64(bl->kc, k - pc);
+        for (int64_t q = 0; q * bl->nr < np; q++) {
+            int64_t first, width;
+            cg_rows_panel(bl, n, q, &first, &width);
+            cg_pack_panels(x + pc * stride_p + first * stride_j, stride_j, stride_p, (int)width,
+                           (int)kb, bl->nr, dst + pc * np + q * bl->nr * kb);
+        }
+    }
 }
 
 /* Pixels a tile of the packed driver takes: its A block (mc) unless the
@@ -971,7 +979,14 @@ static void pack_data_weights(const job *jb, const data_tables *dt, int rank, fl
                         hi[t] = p->cin_g;
                     }
                     const cg_panel_layout to = {bl->nr, bl->nr, kb * bl->nr};
-                    cg_kernels()->pack_rows(d + pc * np, &to, kb, np, jb->in1, &rows, 0);
+                    for (int64_t q = 0; q * bl->nr < np; q++) { /* cg_rows_panel's columns */
+                        int64_t first, width;
+                        cg_rows_panel(bl, p->cin_g, q, &first, &width);
+                        float *panel = d + pc * np + q * bl->nr * kb;
+                        cg_kernels()->pack_rows(panel, &to, kb, width, jb->in1, &rows, first);
+                        cg_kernels()->pack_rows(panel + width, &to, kb, bl->nr - width, NULL, NULL,
+                                                0);
+                    }
                 }
             }
 }

@@ -101,6 +101,107 @@ static void check_gemm_panel(cg_gemm_panel_fn *fn, const char *name, cg_isa isa,
                 }
 }
 
+/* ---- gemm_indirect --------------------------------------------------- */
+
+/* Wrong elements of C after one call with A's rows in place: piece q of
+ * row i is len[q] floats of its own, between NaNs (a read past either end
+ * shows), or the shared zero row where (i + q) % 5 == 4 (padding), the
+ * pointers lda > mr apart; b and C as gemm_panel_wrong's. */
+static int gemm_indirect_wrong(cg_gemm_indirect_fn *fn, int mr, int nr, int m, int n,
+                               const int *len, int pieces, int beta, cgt_rng *rng)
+{
+    const int ldc = n + 7, lda = mr + 3;
+    int k = 0, most = 1;
+    for (int q = 0; q < pieces; q++) {
+        k += len[q];
+        most = len[q] > most ? len[q] : most;
+    }
+    float *rows = malloc(sizeof(float) * (size_t)pieces * mr * (most + 2));
+    float *zero = calloc((size_t)most, sizeof(float));
+    const float **a = malloc(sizeof(float *) * (size_t)pieces * lda);
+    float *b = malloc(sizeof(float) * (size_t)k * nr), *c = malloc(sizeof(float) * (m + 1) * ldc);
+    double *want = calloc((size_t)m * n, sizeof(double));
+    for (int q = 0; q < pieces; q++)
+        for (int i = 0; i < lda; i++) {
+            float *row = rows + ((size_t)q * mr + (i < mr ? i : 0)) * (most + 2);
+            row[0] = row[len[q] + 1] = NAN;
+            for (int p = 0; p < len[q]; p++)
+                row[1 + p] = (float)cgt_rng_sym(rng);
+            /* rows past m are the kernel's to leave alone: a NULL there shows */
+            a[q * lda + i] = i >= m ? NULL : (i + q) % 5 == 4 ? zero : row + 1;
+        }
+    for (int p = 0; p < k; p++)
+        for (int j = 0; j < nr; j++)
+            b[p * nr + j] = j < n ? (float)cgt_rng_sym(rng) : 0.0f;
+    for (int i = 0; i <= m; i++)
+        for (int j = 0; j < ldc; j++) {
+            const int inside = i < m && j < n;
+            c[i * ldc + j] = !inside ? CANARY : beta ? (float)cgt_rng_sym(rng) : NAN;
+            if (inside && beta)
+                want[i * n + j] = c[i * ldc + j];
+        }
+    for (int i = 0; i < m; i++)
+        for (int q = 0, s = 0; q < pieces; s += len[q], q++)
+            for (int p = 0; p < len[q]; p++)
+                for (int j = 0; j < n; j++)
+                    want[i * n + j] += (double)a[q * lda + i][p] * b[(s + p) * nr + j];
+    fn(m, n, pieces, len, a, lda, b, (float)beta, c, ldc, (const char *)c, (const char *)(c + ldc));
+    int bad = 0;
+    for (int i = 0; i <= m; i++)
+        for (int j = 0; j < ldc; j++) {
+            const float got = c[i * ldc + j];
+            if (i == m || j >= n)
+                bad += memcmp(&got, &CANARY, sizeof got) != 0;
+            else
+                bad += !(fabs(got - want[i * n + j]) <= 1e-6 * (k + 2));
+        }
+    free(rows);
+    free(zero);
+    free(a);
+    free(b);
+    free(c);
+    free(want);
+    return bad;
+}
+
+/* Every m <= mr and n <= nr, on pieces of one step to a long block, equal
+ * and unequal, beta 0 and 1. */
+static void check_gemm_indirect(cg_gemm_indirect_fn *fn, const char *name, cg_isa isa, int mr,
+                                int nr)
+{
+    (void)isa;
+    static const int lens[][4] = {{1}, {2, 3}, {16, 16}, {17, 1, 5}, {64, 64}, {128}, {3, 250}};
+    static const int counts[] = {1, 2, 2, 3, 2, 1, 2};
+    cgt_rng rng;
+    cgt_rng_seed(&rng, cgt_base_seed());
+    for (int m = 1; m <= mr; m++)
+        for (int n = 1; n <= nr; n++)
+            for (size_t l = 0; l < sizeof counts / sizeof *counts; l++)
+                for (int beta = 0; beta < 2; beta++) {
+                    if (lens[l][0] + lens[l][1] > 17 && m % 5 != 0 && m != mr && n % 7 != 0 &&
+                        n != nr)
+                        continue; /* long sums on a sample of the tile's shapes */
+                    int bad = gemm_indirect_wrong(fn, mr, nr, m, n, lens[l], counts[l], beta, &rng);
+                    cr_assert_eq(bad, 0, "%s m %d n %d pieces %zu beta %d: %d wrong elements", name,
+                                 m, n, l, beta, bad);
+                }
+}
+
+/* The indirect kernel of each ISA has the tile of its gemm_panel: the
+ * drivers share one blocking and one packed B. */
+Test(kernel_list, gemm_indirect_tiles_match_gemm_panel)
+{
+    int count;
+    const cg_kernel_entry *list = cg_kernel_list(&count);
+    for (int i = 0; i < count; i++)
+        for (int j = 0; j < count; j++)
+            if (strcmp(list[i].slot, "gemm_indirect") == 0 &&
+                strcmp(list[j].slot, "gemm_panel") == 0 && list[i].isa == list[j].isa)
+                cr_assert(list[i].mr == list[j].mr && list[i].nr == list[j].nr,
+                          "%s is %dx%d, %s %dx%d", list[i].name, list[i].mr, list[i].nr,
+                          list[j].name, list[j].mr, list[j].nr);
+}
+
 /* ---- pack_rows, pack_rows_f16 --------------------------------------- */
 
 /* Steps of every kind a packer asks for: segments wholly inside, cut on
@@ -214,8 +315,8 @@ static void check_pack_transposed(cg_pack_transposed_fn *fn, const char *name, c
                             const int64_t j = e / h, r = e % h, col = a + j;
                             float want = CANARY;
                             if (j < n)
-                                want = r < m && col >= lo[r] && col < hi[r] ? src[at[r] + col]
-                                                                            : 0.0f;
+                                want =
+                                    r < m && col >= lo[r] && col < hi[r] ? src[at[r] + col] : 0.0f;
                             cr_assert(memcmp(&dst[e], &want, sizeof want) == 0,
                                       "%s: mr %lld m %lld a %lld n %lld pattern %d: row %lld "
                                       "step %lld is %g, want %g",
@@ -422,8 +523,7 @@ static void check_grouped_rows(cg_grouped_rows_fn *fn, const char *name, cg_isa 
                         xf[e] = (float)cgt_rng_int(&rng, -3, 3);
                         xh[e] = ref_float_to_half(xf[e]);
                     }
-                    const int64_t c_first = part ? g : 0,
-                                  c_last = p.cin - (part ? g : 0);
+                    const int64_t c_first = part ? g : 0, c_last = p.cin - (part ? g : 0);
                     const int64_t first = part ? p.rows / 3 : 0,
                                   last = part ? p.rows - p.rows / 4 : p.rows;
                     const int64_t out_n = (c_last - c_first) * p.row_len;
@@ -453,9 +553,8 @@ static void check_grouped_rows(cg_grouped_rows_fn *fn, const char *name, cg_isa 
                                                 xf[((b * p.in_h + iy) * p.in_w + ix) * p.cin + c +
                                                    ci];
                             }
-                    fn(&p, dtype == 4 ? (const void *)dyf : dyh,
-                       dtype == 4 ? (const void *)xf : xh, c_first, c_last, first, last,
-                       beta ? 1.0f : 0.0f, got);
+                    fn(&p, dtype == 4 ? (const void *)dyf : dyh, dtype == 4 ? (const void *)xf : xh,
+                       c_first, c_last, first, last, beta ? 1.0f : 0.0f, got);
                     for (int64_t e = 0; e < out_n; e++)
                         cr_assert(got[e] == want[e],
                                   "%s: case %zu, fp%d, part %d, beta %d: element %lld is %g, "
@@ -724,8 +823,7 @@ static void check_grouped_pixel(cg_grouped_pixel_fn *fn, const char *name, cg_is
                             float v = with_init ? init[c] : 0.0f;
                             for (int t = 0; t < TAPS; t++)
                                 for (int j = 0; rows[i * TAPS + t] && j < g; j++)
-                                    v += rows[i * TAPS + t][c - c % g + j] *
-                                         w[(t * g + j) * n + c];
+                                    v += rows[i * TAPS + t][c - c % g + j] * w[(t * g + j) * n + c];
                             want[i * LD + c] = v;
                         }
                     fn(got, LD, with_init ? init : NULL, rows, w, TAPS, g, n, pixels);

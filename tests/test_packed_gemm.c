@@ -111,8 +111,13 @@ Test(packed_gemm, every_kernel_on_tile_and_block_edges)
         const cg_kernel_entry *x = &list[e];
         if (strcmp(x->slot, "gemm_panel") != 0 || !cg_cpu_has(x->features))
             continue; /* the packed kernels this CPU runs */
-        kernels[nk++] = (cg_gemm_blocking){
-            (cg_gemm_panel_fn *)x->fn, x->name, x->mr, x->nr, 16, 2 * x->mr, 2 * x->nr};
+        kernels[nk++] = (cg_gemm_blocking){.kernel = (cg_gemm_panel_fn *)x->fn,
+                                           .name = x->name,
+                                           .mr = x->mr,
+                                           .nr = x->nr,
+                                           .kc = 16,
+                                           .mc = 2 * x->mr,
+                                           .nc = 2 * x->nr};
     }
     if (nk == 0)
         cr_log_info("packed gemm: this CPU runs none of the library's kernels");
@@ -145,7 +150,8 @@ Test(packed_gemm, every_kernel_on_tile_and_block_edges)
 Test(packed_gemm, cg_gemm_on_this_cpus_block_edges)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    cg_gemm_blocking nominal = {NULL, "none", 8, 48, 128, 256, 480};
+    cg_gemm_blocking nominal = {
+        .name = "none", .mr = 8, .nr = 48, .kc = 128, .mc = 256, .nc = 480, .vec = 16};
     if (!bl)
         bl = &nominal;
     cr_log_info("cg_gemm: %s (kernel %s, mr %d nr %d kc %d mc %d nc %d)",

@@ -23,6 +23,8 @@ typedef struct cg_gemm_blocking {
     cg_gemm_panel_fn *kernel;
     const char *name; /* the kernel's */
     int mr, nr, kc, mc, nc;
+    int vec;                       /* the columns of a vector of its register tiles (nr: none) */
+    cg_gemm_indirect_fn *indirect; /* the indirect kernel of the same tile, or NULL */
 } cg_gemm_blocking;
 
 /* This CPU's blocking (the context's gemm_panel kernel, blocks from its L1
@@ -75,9 +77,17 @@ typedef struct cg_rows_matrix {
 } cg_rows_matrix;
 
 /* Floats B (k x n) takes packed for cg_gemm_rows: for each kc block of k
- * (kb steps, at pc * round_up(n, nr)), its micro-panels of nr columns one
- * after another, kb steps of nr floats each (cg_pack_panels' layout). */
+ * (kb steps, at pc * round_up(n, nr)), its ceil(n / nr) micro-panels one
+ * after another, kb steps of nr floats each (cg_pack_panels' layout), panel
+ * q holding the columns cg_rows_panel gives, zeros past them. */
 size_t cg_rows_b_floats(const cg_gemm_blocking *bl, int64_t k, int64_t n);
+
+/* Micro-panel q's columns of B's n: [*first, *first + *width). The panels
+ * share the columns out in whole vectors of the kernel's tiles as evenly as
+ * they can, so that a narrow last panel (a one-vector tile, load-bound) is
+ * left only where n is that narrow: 64 columns as 32 + 32, not 48 + 16. */
+void cg_rows_panel(const cg_gemm_blocking *bl, int64_t n, int64_t q, int64_t *first,
+                   int64_t *width);
 
 /* Floats of A's packing space cg_gemm_rows needs (mc x kc). */
 size_t cg_rows_a_floats(const cg_gemm_blocking *bl);
@@ -85,8 +95,11 @@ size_t cg_rows_a_floats(const cg_gemm_blocking *bl);
 /* C[r][j] = sum over p < k of A(r, p) B(p, j) + beta*C[r][j] for r < m, j < n
  * (C row-major, ldc apart; beta 0: C not read), A through its tables (rows
  * [0, m)), B packed as cg_rows_b_floats says; `pack` holds
- * cg_rows_a_floats(bl) floats. Runs on the calling thread. */
+ * cg_rows_a_floats(bl) floats. A's rows go to the indirect kernel in place
+ * where a piece is CG_INDIRECT_MIN_PIECE floats or more, else they are
+ * packed. Runs on the calling thread. */
+enum { CG_INDIRECT_MIN_PIECE = 16 };
 void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
-                  const cg_rows_matrix *a, const float *b_packed, float beta, float *c,
-                  int64_t ldc, float *pack);
+                  const cg_rows_matrix *a, const float *b_packed, float beta, float *c, int64_t ldc,
+                  float *pack);
 #endif

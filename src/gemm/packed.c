@@ -116,6 +116,13 @@ static int round_down(int x, int unit)
     return x / unit > 0 ? x / unit * unit : unit;
 }
 
+/* The columns of a vector of the kernel's register tiles (the reference
+ * kernel's tile has none: its nr). */
+static int tile_vector(const cg_kernel_entry *e)
+{
+    return e->isa == CG_ISA_AVX512 ? 16 : e->isa == CG_ISA_AVX2 ? 8 : e->nr;
+}
+
 /* kc: a B micro-panel in half of L1 (A's micro-panel and C's tile beside it);
  * mc: A's block in a quarter of L2; nc: B's block no more than twice A's, so
  * the pair stays a few hundred KB. */
@@ -126,8 +133,17 @@ static cg_gemm_blocking blocking_for(const cg_kernel_context *kx)
         round_down(min_int(CG_KC_MOST, (int)(kx->l1_bytes / 2 / (e->nr * (long)sizeof(float)))), 8);
     const int mc =
         round_down(min_int(MC_MOST, (int)(kx->l2_bytes / 4 / (kc * (long)sizeof(float)))), e->mr);
-    return (cg_gemm_blocking){
-        kx->gemm_panel, e->name, e->mr, e->nr, kc, mc, round_down(NC_MOST, e->nr)};
+    const cg_kernel_entry *ind = kx->entry.gemm_indirect;
+    cg_gemm_indirect_fn *indirect = ind->mr == e->mr && ind->nr == e->nr ? kx->gemm_indirect : NULL;
+    return (cg_gemm_blocking){.kernel = kx->gemm_panel,
+                              .name = e->name,
+                              .mr = e->mr,
+                              .nr = e->nr,
+                              .kc = kc,
+                              .mc = mc,
+                              .nc = round_down(NC_MOST, e->nr),
+                              .vec = tile_vector(e),
+                              .indirect = indirect};
 }
 
 /* The kernel set of the sgemm kernels OpenBLAS chose for this CPU, by

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The packed driver of the forward and the input gradient: A's rows are
- * pixels of a tensor, packed into mr-row panels by the transposing packer
- * straight from the tensor through row tables (im2col fused into the pack),
- * B is packed once per call by the caller, and the gemm_panel kernel runs
- * once per mr x nr tile of C (BLIS's loop order: a B micro-panel stays in
- * L1 while A's panels of the block stream past it from L2). */
+ * pixels of a tensor, read in place by the indirect kernel through a
+ * pointer a row and piece (a tap's channels: im2col without a copy), or,
+ * where a piece is a few channels, packed into mr-row panels by the
+ * transposing packer straight from the tensor through row tables; B is
+ * packed once per call by the caller, and the kernel runs once per mr x nr
+ * tile of C (BLIS's loop order: a B micro-panel stays in L1 while A's rows
+ * of the block stream past it from L2). */
 #include "gemm/gemm.h"
 
 #include "kernels/context.h"
@@ -22,6 +24,15 @@ static int64_t round_up(int64_t x, int64_t unit)
 size_t cg_rows_b_floats(const cg_gemm_blocking *bl, int64_t k, int64_t n)
 {
     return (size_t)(k * round_up(n, bl->nr));
+}
+
+void cg_rows_panel(const cg_gemm_blocking *bl, int64_t n, int64_t q, int64_t *first, int64_t *width)
+{
+    const int64_t panels = (n + bl->nr - 1) / bl->nr, vecs = (n + bl->vec - 1) / bl->vec;
+    const int64_t each = vecs / panels, more = vecs % panels; /* the first `more` take one more */
+    const int64_t v0 = q * each + min64(q, more), v1 = v0 + each + (q < more);
+    *first = v0 * bl->vec;
+    *width = min64(n, v1 * bl->vec) - *first;
 }
 
 size_t cg_rows_a_floats(const cg_gemm_blocking *bl)
@@ -54,31 +65,76 @@ static void pack_a(const cg_gemm_blocking *bl, const cg_rows_matrix *a, int64_t 
         }
 }
 
+/* Where a piece of A is padding: read as a row of zeros. */
+static const float zero_row[CG_KC_MOST] __attribute__((aligned(64)));
+
+/* Pieces of A's columns [pc, pc + kb) a call of the indirect kernel takes
+ * at most: cut where a piece or a segment ends (segments are whole pieces). */
+enum { MOST_PIECES = CG_KC_MOST / CG_INDIRECT_MIN_PIECE + 1 };
+
+/* Columns [pc, pc + kb) of A as pieces, each wholly inside or outside every
+ * row (a tap's channels): their lengths in len, and where piece q of row
+ * r0 + r starts at ptr[q * mb + r] (zero_row where it is padding). Returns
+ * the number of pieces. */
+static int indirect_rows(const cg_rows_matrix *a, int64_t r0, int64_t mb, int64_t pc, int64_t kb,
+                         int *len, const float **ptr)
+{
+    const int64_t seg = a->seg_len;
+    int q = 0;
+    for (int64_t c0 = pc; c0 < pc + kb; q++) {
+        const int64_t s = c0 / seg, in_seg = c0 - s * seg, col = a->col0 + in_seg;
+        const int64_t c1 = min64(pc + kb, s * seg + (in_seg / a->piece + 1) * a->piece);
+        len[q] = (int)(c1 - c0);
+        for (int64_t r = 0; r < mb; r++) {
+            const int64_t e = s * a->apart + r0 + r;
+            const int inside = a->lo[e] <= col && col + len[q] <= a->hi[e];
+            ptr[q * mb + r] = inside ? a->src + a->at[e] + col : zero_row;
+        }
+        c0 = c1;
+    }
+    return q;
+}
+
 void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
-                  const cg_rows_matrix *a, const float *b_packed, float beta, float *c,
-                  int64_t ldc, float *pack)
+                  const cg_rows_matrix *a, const float *b_packed, float beta, float *c, int64_t ldc,
+                  float *pack)
 {
     const int64_t np = round_up(n, bl->nr);
+    /* the pointers, MOST_PIECES a row, take the space of A's packed block */
+    const int indirect = bl->indirect && a->piece >= CG_INDIRECT_MIN_PIECE &&
+                         MOST_PIECES * sizeof(float *) <= (size_t)bl->kc * sizeof(float);
+    const float **ptr = (const float **)(void *)pack;
+    int len[MOST_PIECES], pieces = 0;
     for (int64_t ic = 0; ic < m; ic += bl->mc) {
         const int64_t mb = min64(bl->mc, m - ic);
         for (int64_t pc = 0; pc < k; pc += bl->kc) {
             const int64_t kb = min64(bl->kc, k - pc);
             const float *b = b_packed + pc * np;
-            pack_a(bl, a, ic, mb, pc, kb, pack);
-            for (int64_t jr = 0; jr < n; jr += bl->nr) {
+            if (indirect)
+                pieces = indirect_rows(a, ic, mb, pc, kb, len, ptr);
+            else
+                pack_a(bl, a, ic, mb, pc, kb, pack);
+            for (int64_t jr = 0; jr < np; jr += bl->nr) {
+                int64_t first, cols;
+                cg_rows_panel(bl, n, jr / bl->nr, &first, &cols);
                 /* B is larger than L2 on the widest layers: the kernels on
                  * this micro-panel fetch the next one into L2, a share each */
-                const char *next = (const char *)(jr + bl->nr < n ? b + (jr + bl->nr) * kb
-                                                  : pc + kb < k   ? b + kb * np
-                                                                  : NULL);
-                const int64_t share = next ? (bl->nr * kb * (int64_t)sizeof(float) * bl->mr +
-                                              mb - 1) / mb
-                                           : 0;
+                const char *next = (const char *)(jr + bl->nr < np ? b + (jr + bl->nr) * kb
+                                                  : pc + kb < k    ? b + kb * np
+                                                                   : NULL);
+                const int64_t share =
+                    next ? (bl->nr * kb * (int64_t)sizeof(float) * bl->mr + mb - 1) / mb : 0;
                 for (int64_t ir = 0; ir < mb; ir += bl->mr) {
                     const char *from = next ? next + ir / bl->mr * share : NULL;
-                    bl->kernel((int)min64(bl->mr, mb - ir), (int)min64(bl->nr, n - jr), (int)kb,
-                               pack + ir * kb, b + jr * kb, pc > 0 ? 1.0f : beta,
-                               c + (ic + ir) * ldc + jr, (int)ldc, from, from ? from + share : NULL);
+                    const int rows = (int)min64(bl->mr, mb - ir);
+                    float *cr = c + (ic + ir) * ldc + first;
+                    const float step_beta = pc > 0 ? 1.0f : beta;
+                    if (indirect)
+                        bl->indirect(rows, (int)cols, pieces, len, ptr + ir, mb, b + jr * kb,
+                                     step_beta, cr, (int)ldc, from, from ? from + share : NULL);
+                    else
+                        bl->kernel(rows, (int)cols, (int)kb, pack + ir * kb, b + jr * kb, step_beta,
+                                   cr, (int)ldc, from, from ? from + share : NULL);
                 }
             }
         }

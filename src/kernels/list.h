@@ -41,6 +41,20 @@ enum {
 typedef void cg_gemm_panel_fn(int m, int n, int k, const float *a, const float *b, float beta,
                               float *c, int ldc, const char *prefetch, const char *prefetch_end);
 
+/* The indirect micro-kernel: gemm_panel's product with A's rows read in
+ * place, through pointers, where gemm_panel reads a packed A panel. The sum
+ * runs over `pieces` pieces of len[q] steps each: C[i][j] = sum over q <
+ * pieces and p < len[q] of a[q*lda + i][p] * b[(s_q + p)*nr + j] +
+ * beta*C[i][j], s_q = len[0] + ... + len[q-1], for i < m <= mr and j < n <=
+ * nr (the list's tile, gemm_panel's of the same ISA). Row i of piece q is
+ * len[q] contiguous floats at a[q*lda + i] (a pixel's channels at one tap:
+ * the forward's x, the input gradient's dy; zeros for padding); `b` is a B
+ * micro-panel as gemm_panel's, `beta` 0 or 1, the prefetch range the same
+ * hint; nothing of C past row m or column n is touched. */
+typedef void cg_gemm_indirect_fn(int m, int n, int pieces, const int *len, const float *const *a,
+                                 int64_t lda, const float *b, float beta, float *c, int ldc,
+                                 const char *prefetch, const char *prefetch_end);
+
 /* The packers' rows: step t of a panel reads a segment of a tensor (a
  * kernel row or a tap of an im2col row, or a row of dy) whose column `col`
  * is element at[t] + col, and is zero outside [lo[t], hi[t]) (padding). */

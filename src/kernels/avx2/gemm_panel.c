@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The packed micro-kernel on AVX2 + FMA: a 12-row A panel times a B
  * micro-panel of up to 16 columns (kernels/list.h, cg_gemm_panel_fn), as
- * 6 x 16 or 12 x 8 register tiles of 12 accumulators; the AVX-512 kernel's
+ * 6 x 16 or 12 x 8 register tiles of 12 accumulators, and the same product
+ * with A's rows read in place (cg_gemm_indirect_fn); the AVX-512 kernel's
  * design (avx512/gemm_panel.c) at half the width and half the registers. */
 #include "kernels/list.h"
 #include "kernels/pack_rows_body.h"
@@ -30,33 +31,21 @@ fma_step(const int rows, const int nv, const float *a, const float *b, __m256 ac
     }
 }
 
-__attribute__((target("avx2,fma"))) static ALWAYS_INLINE void
-tile(const int rows, const int nv, int m, int n, int k, const float *a, const float *b, float beta,
-     float *c, int ldc, const char **prefetch, const char *prefetch_end)
+/* C's lines of a tile, fetched while its sums run. */
+__attribute__((target("avx2,fma"))) static ALWAYS_INLINE void prefetch_tile(const int nv, int m,
+                                                                            const float *c, int ldc)
 {
-    const char *pf = *prefetch;
     for (int r = 0; r < m; r++)
         for (int v = 0; v < nv; v++)
             _mm_prefetch((const char *)(c + (size_t)r * ldc + 8 * v), _MM_HINT_T0);
-    __m256 acc[12][2];
-#pragma GCC unroll 12
-    for (int r = 0; r < rows; r++)
-#pragma GCC unroll 2
-        for (int v = 0; v < nv; v++)
-            acc[r][v] = _mm256_setzero_ps();
-    /* two steps an iteration, a prefetched line each: no test a step */
-    int p = 0;
-    for (; p + 2 <= k; p += 2, a += 2 * PANEL, b += 2 * NR) {
-        if (pf < prefetch_end) {
-            _mm_prefetch(pf, _MM_HINT_T1);
-            pf += 64;
-        }
-        fma_step(rows, nv, a, b, acc);
-        fma_step(rows, nv, a + PANEL, b + NR, acc);
-    }
-    if (p < k)
-        fma_step(rows, nv, a, b, acc);
-    *prefetch = pf;
+}
+
+/* C[r][8v..] = acc[r][v] (+ C where beta), rows r < m, columns < n. */
+__attribute__((target("avx2,fma"))) static ALWAYS_INLINE void store_tile(const int rows,
+                                                                         const int nv, int m, int n,
+                                                                         float beta, float *c,
+                                                                         int ldc, __m256 acc[12][2])
+{
     const int tail = n - 8 * (nv - 1); /* columns of the last vector, 1..8 */
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), lane);
@@ -79,6 +68,34 @@ tile(const int rows, const int nv, int m, int n, int k, const float *a, const fl
             }
         }
     }
+}
+
+__attribute__((target("avx2,fma"))) static ALWAYS_INLINE void
+tile(const int rows, const int nv, int m, int n, int k, const float *a, const float *b, float beta,
+     float *c, int ldc, const char **prefetch, const char *prefetch_end)
+{
+    const char *pf = *prefetch;
+    prefetch_tile(nv, m, c, ldc);
+    __m256 acc[12][2];
+#pragma GCC unroll 12
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm256_setzero_ps();
+    /* two steps an iteration, a prefetched line each: no test a step */
+    int p = 0;
+    for (; p + 2 <= k; p += 2, a += 2 * PANEL, b += 2 * NR) {
+        if (pf < prefetch_end) {
+            _mm_prefetch(pf, _MM_HINT_T1);
+            pf += 64;
+        }
+        fma_step(rows, nv, a, b, acc);
+        fma_step(rows, nv, a + PANEL, b + NR, acc);
+    }
+    if (p < k)
+        fma_step(rows, nv, a, b, acc);
+    *prefetch = pf;
+    store_tile(rows, nv, m, n, beta, c, ldc, acc);
 }
 
 __attribute__((target("avx2,fma"))) static void tile_6x16(int m, int n, int k, const float *a,
@@ -106,6 +123,80 @@ void cg_f32_gemm_panel_avx2_12x16(int m, int n, int k, const float *a, const flo
     for (int r = 0; r < m; r += rows)
         run(m - r < rows ? m - r : rows, n, k, a + r, b, beta, c + (size_t)r * ldc, ldc, &prefetch,
             prefetch_end);
+}
+
+/* The indirect kernel (kernels/list.h, cg_gemm_indirect_fn): tiles of 6 x
+ * 16 or 8 x 8 (12 or 8 accumulators), each row's pointer in a register for
+ * a piece and broadcast from in place; rows past m repeat row m - 1 and are
+ * not stored. */
+enum { INDIRECT_MOST_ROWS = 8 };
+
+__attribute__((target("avx2,fma"))) static ALWAYS_INLINE void
+indirect_tile(const int rows, const int nv, int m, int n, int pieces, const int *len,
+              const float *const *a, int64_t lda, const float *b, float beta, float *c, int ldc,
+              const char **prefetch, const char *prefetch_end)
+{
+    const char *pf = *prefetch;
+    prefetch_tile(nv, m, c, ldc);
+    __m256 acc[12][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm256_setzero_ps();
+    for (int q = 0; q < pieces; q++, a += lda) {
+        const float *row[INDIRECT_MOST_ROWS];
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; r++)
+            row[r] = a[r < m ? r : m - 1];
+        const int k = len[q];
+        for (int p = 0; p < k; p++, b += NR) {
+            if ((p & 1) == 0 && pf < prefetch_end) {
+                _mm_prefetch(pf, _MM_HINT_T1);
+                pf += 64;
+            }
+            __m256 bv[2];
+#pragma GCC unroll 2
+            for (int v = 0; v < nv; v++)
+                bv[v] = _mm256_loadu_ps(b + 8 * v);
+#pragma GCC unroll 8
+            for (int r = 0; r < rows; r++) {
+                const __m256 av = _mm256_broadcast_ss(row[r] + p);
+#pragma GCC unroll 2
+                for (int v = 0; v < nv; v++)
+                    acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+            }
+        }
+    }
+    *prefetch = pf;
+    store_tile(rows, nv, m, n, beta, c, ldc, acc);
+}
+
+#define INDIRECT_TILE(name, rows, nv)                                                              \
+    __attribute__((target("avx2,fma"))) static void name(                                          \
+        int m, int n, int pieces, const int *len, const float *const *a, int64_t lda,              \
+        const float *b, float beta, float *c, int ldc, const char **prefetch,                      \
+        const char *prefetch_end)                                                                  \
+    {                                                                                              \
+        indirect_tile(rows, nv, m, n, pieces, len, a, lda, b, beta, c, ldc, prefetch,              \
+                      prefetch_end);                                                               \
+    }
+INDIRECT_TILE(indirect_6x16, 6, 2)
+INDIRECT_TILE(indirect_8x8, 8, 1)
+#undef INDIRECT_TILE
+
+void cg_f32_gemm_indirect_avx2_12x16(int m, int n, int pieces, const int *len,
+                                     const float *const *a, int64_t lda, const float *b, float beta,
+                                     float *c, int ldc, const char *prefetch,
+                                     const char *prefetch_end)
+{
+    const int rows = n > 8 ? 6 : 8;
+    void (*const run)(int, int, int, const int *, const float *const *, int64_t, const float *,
+                      float, float *, int, const char **, const char *) =
+        n > 8 ? indirect_6x16 : indirect_8x8;
+    for (int r = 0; r < m; r += rows)
+        run(m - r < rows ? m - r : rows, n, pieces, len, a + r, lda, b, beta, c + (size_t)r * ldc,
+            ldc, &prefetch, prefetch_end);
 }
 
 /* Packing rows: per step, zeros, the part of the segment inside [lo, hi),

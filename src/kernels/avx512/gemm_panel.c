@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The packed micro-kernel on AVX-512: a 24-row A panel times a B micro-panel
- * of up to 48 columns (kernels/list.h, cg_gemm_panel_fn). The register tile
+ * of up to 48 columns (kernels/list.h, cg_gemm_panel_fn), and the same
+ * product with A's rows read in place (cg_gemm_indirect_fn). The register tile
  * follows the width: 8 x 48, 12 x 32 or 24 x 16, 24 accumulators each, so a
  * narrow tail of columns still keeps both FMA ports busy. Both panels are
  * read in order (the packer laid them out so), C only at the ends: its
@@ -31,14 +32,45 @@ fma_step(const int rows, const int nv, const float *a, const float *b, __m512 ac
     }
 }
 
+/* C's lines of a tile, fetched while its sums run. */
+__attribute__((target("avx512f"))) static ALWAYS_INLINE void prefetch_tile(const int nv, int m,
+                                                                           const float *c, int ldc)
+{
+    for (int r = 0; r < m; r++)
+        for (int v = 0; v < nv; v++)
+            _mm_prefetch((const char *)(c + (size_t)r * ldc + 16 * v), _MM_HINT_T0);
+}
+
+/* C[r][16v..] = acc[r][v] (+ C where beta), rows r < m, columns < n. */
+__attribute__((target("avx512f"))) static ALWAYS_INLINE void store_tile(const int rows,
+                                                                        const int nv, int m, int n,
+                                                                        float beta, float *c,
+                                                                        int ldc, __m512 acc[24][3])
+{
+    const int tail = n - 16 * (nv - 1); /* columns of the last vector, 1..16 */
+    const __mmask16 last = (__mmask16)(tail >= 16 ? 0xFFFFu : (1u << tail) - 1u);
+#pragma GCC unroll 24
+    for (int r = 0; r < rows; r++) {
+        if (r >= m)
+            break;
+#pragma GCC unroll 3
+        for (int v = 0; v < nv; v++) {
+            float *cv = c + (size_t)r * ldc + 16 * v;
+            const __mmask16 mask = v == nv - 1 ? last : 0xFFFF;
+            __m512 sum = acc[r][v];
+            if (beta != 0.0f)
+                sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask, cv));
+            _mm512_mask_storeu_ps(cv, mask, sum);
+        }
+    }
+}
+
 __attribute__((target("avx512f"))) static ALWAYS_INLINE void
 tile(const int rows, const int nv, int m, int n, int k, const float *a, const float *b, float beta,
      float *c, int ldc, const char **prefetch, const char *prefetch_end)
 {
     const char *pf = *prefetch;
-    for (int r = 0; r < m; r++)
-        for (int v = 0; v < nv; v++)
-            _mm_prefetch((const char *)(c + (size_t)r * ldc + 16 * v), _MM_HINT_T0);
+    prefetch_tile(nv, m, c, ldc);
     __m512 acc[24][3];
 #pragma GCC unroll 24
     for (int r = 0; r < rows; r++)
@@ -58,22 +90,7 @@ tile(const int rows, const int nv, int m, int n, int k, const float *a, const fl
     if (p < k)
         fma_step(rows, nv, a, b, acc);
     *prefetch = pf;
-    const int tail = n - 16 * (nv - 1); /* columns of the last vector, 1..16 */
-    const __mmask16 last = (__mmask16)(tail >= 16 ? 0xFFFFu : (1u << tail) - 1u);
-#pragma GCC unroll 24
-    for (int r = 0; r < rows; r++) {
-        if (r >= m)
-            break;
-#pragma GCC unroll 3
-        for (int v = 0; v < nv; v++) {
-            float *cv = c + (size_t)r * ldc + 16 * v;
-            const __mmask16 mask = v == nv - 1 ? last : 0xFFFF;
-            __m512 sum = acc[r][v];
-            if (beta != 0.0f)
-                sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask, cv));
-            _mm512_mask_storeu_ps(cv, mask, sum);
-        }
-    }
+    store_tile(rows, nv, m, n, beta, c, ldc, acc);
 }
 
 __attribute__((target("avx512f"))) static void tile_8x48(int m, int n, int k, const float *a,
@@ -112,6 +129,81 @@ void cg_f32_gemm_panel_avx512_24x48(int m, int n, int k, const float *a, const f
     for (int r = 0; r < m; r += rows)
         run(m - r < rows ? m - r : rows, n, k, a + r, b, beta, c + (size_t)r * ldc, ldc, &prefetch,
             prefetch_end);
+}
+
+/* The indirect kernel (kernels/list.h, cg_gemm_indirect_fn): tiles of 8
+ * rows (8, 32 or 16 columns: 24, 16 or 8 accumulators), each row's pointer
+ * in a register for a piece and broadcast from in place; rows past m repeat
+ * row m - 1 and are not stored. */
+enum { INDIRECT_ROWS = 8 };
+
+__attribute__((target("avx512f"))) static ALWAYS_INLINE void
+indirect_tile(const int nv, int m, int n, int pieces, const int *len, const float *const *a,
+              int64_t lda, const float *b, float beta, float *c, int ldc, const char **prefetch,
+              const char *prefetch_end)
+{
+    const char *pf = *prefetch;
+    prefetch_tile(nv, m, c, ldc);
+    __m512 acc[24][3];
+#pragma GCC unroll 8
+    for (int r = 0; r < INDIRECT_ROWS; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm512_setzero_ps();
+    for (int q = 0; q < pieces; q++, a += lda) {
+        const float *row[INDIRECT_ROWS];
+#pragma GCC unroll 8
+        for (int r = 0; r < INDIRECT_ROWS; r++)
+            row[r] = a[r < m ? r : m - 1];
+        const int k = len[q];
+        for (int p = 0; p < k; p++, b += NR) {
+            if ((p & 1) == 0 && pf < prefetch_end) {
+                _mm_prefetch(pf, _MM_HINT_T1);
+                pf += 64;
+            }
+            __m512 bv[3];
+#pragma GCC unroll 3
+            for (int v = 0; v < nv; v++)
+                bv[v] = _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 8
+            for (int r = 0; r < INDIRECT_ROWS; r++) {
+                const __m512 av = _mm512_set1_ps(row[r][p]);
+#pragma GCC unroll 3
+                for (int v = 0; v < nv; v++)
+                    acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+            }
+        }
+    }
+    *prefetch = pf;
+    store_tile(INDIRECT_ROWS, nv, m, n, beta, c, ldc, acc);
+}
+
+#define INDIRECT_TILE(name, nv)                                                                    \
+    __attribute__((target("avx512f"))) static void name(                                           \
+        int m, int n, int pieces, const int *len, const float *const *a, int64_t lda,              \
+        const float *b, float beta, float *c, int ldc, const char **prefetch,                      \
+        const char *prefetch_end)                                                                  \
+    {                                                                                              \
+        indirect_tile(nv, m, n, pieces, len, a, lda, b, beta, c, ldc, prefetch, prefetch_end);     \
+    }
+INDIRECT_TILE(indirect_8x48, 3)
+INDIRECT_TILE(indirect_8x32, 2)
+INDIRECT_TILE(indirect_8x16, 1)
+#undef INDIRECT_TILE
+
+void cg_f32_gemm_indirect_avx512_24x48(int m, int n, int pieces, const int *len,
+                                       const float *const *a, int64_t lda, const float *b,
+                                       float beta, float *c, int ldc, const char *prefetch,
+                                       const char *prefetch_end)
+{
+    const int nv = (n + 15) / 16;
+    void (*const run)(int, int, int, const int *, const float *const *, int64_t, const float *,
+                      float, float *, int, const char **, const char *) = nv == 3   ? indirect_8x48
+                                                                          : nv == 2 ? indirect_8x32
+                                                                                    : indirect_8x16;
+    for (int r = 0; r < m; r += INDIRECT_ROWS)
+        run(m - r < INDIRECT_ROWS ? m - r : INDIRECT_ROWS, n, pieces, len, a + r, lda, b, beta,
+            c + (size_t)r * ldc, ldc, &prefetch, prefetch_end);
 }
 
 /* Packing rows: per step, zeros, the part of the segment inside [lo, hi),

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The packed micro-kernel in plain C: the oracle of the gemm_panel kernels
- * and the portable path. The inner loop runs along a step of B and a row of
+/* The packed micro-kernel in plain C, and the indirect one (A's rows through
+ * pointers): the oracles of the gemm_panel and gemm_indirect kernels and the
+ * portable path. The inner loop runs along a step of B and a row of
  * C (contiguous: the compiler vectorises it). */
 #include "kernels/list.h"
 
@@ -19,6 +20,26 @@ void cg_f32_gemm_panel_ref_8x16(int m, int n, int k, const float *a, const float
             const float aip = a[(size_t)p * MR + i], *bp = b + (size_t)p * NR;
             for (int j = 0; j < n; j++)
                 ci[j] += aip * bp[j];
+        }
+    }
+}
+
+void cg_f32_gemm_indirect_ref_8x16(int m, int n, int pieces, const int *len, const float *const *a,
+                                   int64_t lda, const float *b, float beta, float *c, int ldc,
+                                   const char *prefetch, const char *prefetch_end)
+{
+    (void)prefetch, (void)prefetch_end;
+    for (int i = 0; i < m; i++) {
+        float *ci = c + (size_t)i * ldc;
+        if (beta == 0.0f)
+            for (int j = 0; j < n; j++)
+                ci[j] = 0.0f;
+        const float *bp = b;
+        for (int q = 0; q < pieces; q++) {
+            const float *ai = a[q * lda + i];
+            for (int p = 0; p < len[q]; p++, bp += NR)
+                for (int j = 0; j < n; j++)
+                    ci[j] += ai[p] * bp[j];
         }
     }
 }
