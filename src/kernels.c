@@ -13,6 +13,11 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
 static int64_t round_up(int64_t x, int64_t unit)
 {
     return (x + unit - 1) / unit * unit;
@@ -94,13 +99,125 @@ static int outer_rows(const cg_plan *p, const cg_dw_block *blk)
            blk->col_first == 0 && blk->col_last == p->row_len;
 }
 
+/* ---- the weight gradient in place (gemm_runs) ------------------------- */
+
+/* Where a group has few output channels, the packed path's B micro-panel
+ * (im2col(x), from L2) serves few rows of A and its packing is a fifth of
+ * the time (r50_3x3_56: 64 channels). There dy's channels and x's are read
+ * where they lie instead: for one tap, consecutive output pixels of an output
+ * row are evenly spaced in dy (cout floats) and in x (stride_w * cin), so a
+ * stretch of an output row through a tap is a run of the gemm_runs kernel,
+ * which broadcasts dy's channels and loads x's in vectors, a pass's dy
+ * staying in L1 from one tap to the next. The choice depends on the shape
+ * alone, so every mask and `_p` take the same path and sum in the same
+ * order: each pass (whole output rows) from zero, in row order, padding
+ * skipped. Measured against the packed path (in-process A/B, medians of
+ * interleaved pairs, the Xeon of the README): r50_3x3_56 1.10x, its batch-1
+ * layer 1.05-1.12x; with 128 output channels a group 0.93-0.95x, 1x1 from 64
+ * to 256 channels 0.78x, so not there. */
+enum {
+    RUNS_MIN_CHANNELS = 16, /* a tap's input channels, a vector at least */
+    RUNS_MOST_COUT = 64,    /* output channels a group */
+    RUNS_MIN_WIDTH = 8,     /* output pixels a row: a run's steps */
+    RUNS_MOST = 72          /* runs a pass and tap */
+};
+
+/* Rows a pass of runs_rows: whole output rows where kc holds one. */
+static int64_t runs_pass(const cg_plan *p, int64_t kc)
+{
+    return kc >= p->out_w ? kc / p->out_w * p->out_w : kc;
+}
+
+static int in_place(const cg_plan *p, int64_t kc)
+{
+    return p->dtype_size == sizeof(float) && cg_kernels()->gemm_runs &&
+           p->cin_g >= RUNS_MIN_CHANNELS && p->cout_g <= RUNS_MOST_COUT &&
+           p->out_w >= RUNS_MIN_WIDTH &&
+           (runs_pass(p, kc) + p->out_w - 1) / p->out_w + 1 <= RUNS_MOST;
+}
+
+/* The runs of rows [r0, r1) of the sum through tap (kh, kw), group g's
+ * channels from co0 in dy and ci0 in x: the stretches of each output row
+ * whose source pixel is inside x. Returns their count. */
+static int tap_runs(const cg_plan *p, const float *dy, const float *x, int64_t r0, int64_t r1,
+                    int64_t kh, int64_t kw, int64_t co0, int64_t ci0, cg_gemm_run *run)
+{
+    /* output columns whose tap kw reads inside x: ix = ow*sw + kw*dw - pl */
+    const int64_t off = kw * p->dil_w - p->pad_l;
+    const int64_t ow_lo = off >= 0 ? 0 : (-off + p->stride_w - 1) / p->stride_w;
+    const int64_t ow_hi =
+        off >= p->in_w ? 0 : min64(p->out_w, (p->in_w - 1 - off) / p->stride_w + 1);
+    int n = 0;
+    for (int64_t row = r0; row < r1;) {
+        const cg_pixel px = cg_pixel_of_row(p, row);
+        const int64_t end = min64(r1, row + p->out_w - px.ow);
+        const int64_t iy = px.oh * p->stride_h + kh * p->dil_h - p->pad_u;
+        const int64_t lo = max64(px.ow, ow_lo), hi = min64(px.ow + (end - row), ow_hi);
+        if (iy >= 0 && iy < p->in_h && lo < hi) {
+            const int64_t first = row + (lo - px.ow);
+            const int64_t ix = lo * p->stride_w + off;
+            run[n++] =
+                (cg_gemm_run){dy + first * p->cout + co0,
+                              x + ((px.n * p->in_h + iy) * p->in_w + ix) * p->cin + ci0, hi - lo};
+        }
+        row = end;
+    }
+    return n;
+}
+
+/* cg_general_rows on the gemm_runs kernel (in_place). For each pass: a
+ * kernel row, a chunk of its channels, then its taps (the x lines of the
+ * chunk stay in L1 from one tap to the next), then the blocks of mr output
+ * channels. A chunk is at most a micro-panel wide, shared out in whole
+ * vectors (cg_rows_panel). */
+static void runs_rows(const cg_plan *p, const float *dy, const float *x, const cg_dw_block *blk,
+                      int64_t first, int64_t last, int64_t kc, float beta, float *dst)
+{
+    const cg_gemm_blocking *bl = cg_gemm_blocking_here();
+    cg_gemm_runs_fn *kernel = cg_kernels()->gemm_runs;
+    const int64_t m = blk->co_last - blk->co_first, cin_g = p->cin_g;
+    const int64_t chunks = (cin_g + bl->nr - 1) / bl->nr;
+    const int64_t pass = runs_pass(p, kc);
+    cg_gemm_run run[RUNS_MOST], moved[RUNS_MOST];
+    for (int64_t r0 = first; r0 < last; r0 += pass) {
+        const int64_t r1 = min64(last, r0 + pass);
+        const float step_beta = r0 == first ? beta : 1.0f;
+        for (int64_t g = blk->group_first; g < blk->group_last; g++) {
+            float *dst_g = dst + (g - blk->group_first) * m * p->row_len;
+            for (int64_t kh = 0; kh < p->kernel_h; kh++)
+                for (int64_t q = 0; q < chunks; q++) {
+                    int64_t c0, width;
+                    cg_rows_panel(bl, cin_g, q, &c0, &width);
+                    for (int64_t kw = 0; kw < p->kernel_w; kw++) {
+                        /* the chunk's columns in the block */
+                        const int64_t tap = kh * p->kernel_w + kw;
+                        const int64_t j0 = max64(blk->col_first, tap * cin_g + c0);
+                        const int64_t j1 = min64(blk->col_last, tap * cin_g + c0 + width);
+                        if (j0 >= j1)
+                            continue;
+                        const int runs =
+                            tap_runs(p, dy, x, r0, r1, kh, kw, g * p->cout_g + blk->co_first,
+                                     g * cin_g + j0 - tap * cin_g, run);
+                        for (int64_t i = 0; i < m; i += bl->mr) {
+                            for (int k = 0; k < runs; k++)
+                                moved[k] = (cg_gemm_run){run[k].a + i, run[k].b, run[k].len};
+                            kernel((int)min64(bl->mr, m - i), (int)(j1 - j0), runs, moved, p->cout,
+                                   p->stride_w * p->cin, step_beta, dst_g + i * p->row_len + j0,
+                                   (int)p->row_len);
+                        }
+                    }
+                }
+        }
+    }
+}
+
 /* The A panels (a multiple of mr floats a step) and a B micro-panel, or each
  * group's (groups_together), and the tables of dy's rows and of x's
  * segments, for kc rows a pass. */
 int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t kc, const cg_dw_block *blk)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    if (grouped_few(plan, blk) || outer_rows(plan, blk))
+    if (grouped_few(plan, blk) || outer_rows(plan, blk) || in_place(plan, kc))
         return 0; /* their sums stay in registers */
     int64_t s0, s1;
     segments_of(plan, blk->col_first, blk->col_last, &s0, &s1);
@@ -282,6 +399,10 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
     }
     if (outer_rows(plan, blk)) {
         k->outer_rows(plan, dy, x, blk->group_first, blk->group_last, first, last, beta, dst);
+        return;
+    }
+    if (in_place(plan, kc)) {
+        runs_rows(plan, dy, x, blk, first, last, kc, beta, dst);
         return;
     }
     const int64_t mr = bl->mr, nr = bl->nr;

@@ -187,6 +187,85 @@ static void check_gemm_indirect(cg_gemm_indirect_fn *fn, const char *name, cg_is
                 }
 }
 
+/* ---- gemm_runs -------------------------------------------------------- */
+
+/* Wrong elements of C after one call reading both operands in place: run q
+ * of len[q] steps, A's steps lda floats apart (m of them read), B's ldb
+ * apart (n read), each between NaNs past what may be read (a read past row
+ * m or column n shows); C as gemm_panel_wrong's. */
+static int gemm_runs_wrong(cg_gemm_runs_fn *fn, int m, int n, const int *len, int runs, int beta,
+                           cgt_rng *rng)
+{
+    const int ldc = n + 7, lda = m + 3, ldb = n + 5;
+    cg_gemm_run run[8];
+    float *mem[8][2];
+    int k = 0;
+    for (int q = 0; q < runs; q++) {
+        const int steps = len[q] > 0 ? len[q] : 1;
+        for (int side = 0; side < 2; side++) {
+            const int ld = side ? ldb : lda, used = side ? n : m;
+            float *v = malloc(sizeof(float) * (size_t)(steps * ld + 2));
+            for (int i = 0; i < steps * ld + 2; i++)
+                v[i] =
+                    (i - 1) % ld < used && i > 0 && i <= steps * ld ? (float)cgt_rng_sym(rng) : NAN;
+            mem[q][side] = v;
+        }
+        run[q] = (cg_gemm_run){mem[q][0] + 1, mem[q][1] + 1, len[q]};
+        k += len[q];
+    }
+    float *c = malloc(sizeof(float) * (size_t)(m + 1) * ldc);
+    double *want = calloc((size_t)m * n, sizeof(double));
+    for (int i = 0; i <= m; i++)
+        for (int j = 0; j < ldc; j++) {
+            const int inside = i < m && j < n;
+            c[i * ldc + j] = !inside ? CANARY : beta ? (float)cgt_rng_sym(rng) : NAN;
+            if (inside && beta)
+                want[i * n + j] = c[i * ldc + j];
+        }
+    for (int q = 0; q < runs; q++)
+        for (int p = 0; p < len[q]; p++)
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < n; j++)
+                    want[i * n + j] += (double)run[q].a[p * lda + i] * run[q].b[p * ldb + j];
+    fn(m, n, runs, run, lda, ldb, (float)beta, c, ldc);
+    int bad = 0;
+    for (int i = 0; i <= m; i++)
+        for (int j = 0; j < ldc; j++) {
+            const float got = c[i * ldc + j];
+            if (i == m || j >= n)
+                bad += memcmp(&got, &CANARY, sizeof got) != 0;
+            else
+                bad += !(fabs(got - want[i * n + j]) <= 1e-6 * (k + 2));
+        }
+    for (int q = 0; q < runs; q++)
+        free(mem[q][0]), free(mem[q][1]);
+    free(c);
+    free(want);
+    return bad;
+}
+
+/* Every m <= mr and n <= nr, on runs of no step to a long one, one run and
+ * several, beta 0 (no run: zeros) and 1. */
+static void check_gemm_runs(cg_gemm_runs_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+{
+    (void)isa;
+    static const int lens[][4] = {{0}, {1}, {2, 3}, {16, 0, 16}, {17, 1, 5, 9}, {56, 56}, {200}};
+    static const int counts[] = {1, 1, 2, 3, 4, 2, 1};
+    cgt_rng rng;
+    cgt_rng_seed(&rng, cgt_base_seed());
+    for (int m = 1; m <= mr; m++)
+        for (int n = 1; n <= nr; n++)
+            for (size_t l = 0; l < sizeof counts / sizeof *counts; l++)
+                for (int beta = 0; beta < 2; beta++) {
+                    if (lens[l][0] + lens[l][1] > 17 && m % 5 != 0 && m != mr && n % 7 != 0 &&
+                        n != nr)
+                        continue; /* long sums on a sample of the tile's shapes */
+                    int bad = gemm_runs_wrong(fn, m, n, lens[l], counts[l], beta, &rng);
+                    cr_assert_eq(bad, 0, "%s m %d n %d runs %zu beta %d: %d wrong elements", name,
+                                 m, n, l, beta, bad);
+                }
+}
+
 /* The indirect kernel of each ISA has the tile of its gemm_panel: the
  * drivers share one blocking and one packed B. */
 Test(kernel_list, gemm_indirect_tiles_match_gemm_panel)

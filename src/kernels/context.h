@@ -16,6 +16,7 @@ typedef struct cg_kernel_context {
 
     cg_gemm_panel_fn *gemm_panel; /* its A panel and B micro-panel: entry.gemm_panel->mr, ->nr */
     cg_gemm_indirect_fn *gemm_indirect; /* the same tile as gemm_panel's */
+    cg_gemm_runs_fn *gemm_runs;
     cg_pack_rows_fn *pack_rows;
     cg_pack_rows_f16_fn *pack_rows_f16;
     cg_pack_transposed_fn *pack_transposed;
@@ -31,7 +32,7 @@ typedef struct cg_kernel_context {
 
     /* The list's line of each chosen kernel (its name, ISA, tile), or NULL. */
     struct {
-        const cg_kernel_entry *gemm_panel, *gemm_indirect, *pack_rows, *pack_rows_f16,
+        const cg_kernel_entry *gemm_panel, *gemm_indirect, *gemm_runs, *pack_rows, *pack_rows_f16,
             *pack_transposed, *dwconv_rows, *dwconv3x3_rows, *grouped_rows, *outer_rows,
             *dwconv_pixel, *dwconv_run, *grouped_pixel, *f16_to_f32, *f32_to_f16;
     } entry;

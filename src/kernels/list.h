@@ -55,6 +55,20 @@ typedef void cg_gemm_indirect_fn(int m, int n, int pieces, const int *len, const
                                  int64_t lda, const float *b, float beta, float *c, int ldc,
                                  const char *prefetch, const char *prefetch_end);
 
+/* The in-place micro-kernel of the weight gradient: both operands read where
+ * they lie, in runs (a stretch of an output row through one tap: its steps
+ * are evenly spaced in dy and in x). C[i][j] = beta*C[i][j] + the sum over
+ * runs q < runs and p < run[q].len of run[q].a[p*lda + i] *
+ * run[q].b[p*ldb + j], for i < m <= mr and j < n <= nr (the list's tile);
+ * nothing of A past row m, of B past column n, or of C past either is
+ * touched. beta is 0 (C written, never read) or 1. */
+typedef struct cg_gemm_run {
+    const float *a, *b;
+    int64_t len;
+} cg_gemm_run;
+typedef void cg_gemm_runs_fn(int m, int n, int runs, const cg_gemm_run *run, int64_t lda,
+                             int64_t ldb, float beta, float *c, int ldc);
+
 /* The packers' rows: step t of a panel reads a segment of a tensor (a
  * kernel row or a tap of an im2col row, or a row of dy) whose column `col`
  * is element at[t] + col, and is zero outside [lo[t], hi[t]) (padding). */

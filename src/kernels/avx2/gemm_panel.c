@@ -199,6 +199,68 @@ void cg_f32_gemm_indirect_avx2_12x16(int m, int n, int pieces, const int *len,
             ldc, &prefetch, prefetch_end);
 }
 
+/* The in-place kernel (kernels/list.h, cg_gemm_runs_fn): tiles of 6 x 16
+ * or 8 x 8, B's last vector a masked load (a run may end at the end of x),
+ * A's rows broadcast through a pointer each (rows past m repeat row m - 1,
+ * never stored): one index steps every row. */
+__attribute__((target("avx2,fma"))) static ALWAYS_INLINE void
+runs_tile(const int rows, const int nv, int row0, int m, int n, int runs, const cg_gemm_run *run,
+          int64_t lda, int64_t ldb, float beta, float *c, int ldc)
+{
+    prefetch_tile(nv, m, c, ldc);
+    __m256 acc[12][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm256_setzero_ps();
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * (nv - 1)), lane);
+    for (int q = 0; q < runs; q++) {
+        const float *row[INDIRECT_MOST_ROWS], *b = run[q].b;
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; r++)
+            row[r] = run[q].a + row0 + (r < m ? r : m - 1);
+        for (int64_t p = 0, at = 0; p < run[q].len; p++, at += lda, b += ldb) {
+            __m256 bv[2];
+#pragma GCC unroll 2
+            for (int v = 0; v < nv; v++)
+                bv[v] =
+                    v < nv - 1 ? _mm256_loadu_ps(b + 8 * v) : _mm256_maskload_ps(b + 8 * v, last);
+#pragma GCC unroll 8
+            for (int r = 0; r < rows; r++) {
+                const __m256 av = _mm256_broadcast_ss(row[r] + at);
+#pragma GCC unroll 2
+                for (int v = 0; v < nv; v++)
+                    acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+            }
+        }
+    }
+    store_tile(rows, nv, m, n, beta, c, ldc, acc);
+}
+
+#define RUNS_TILE(name, rows, nv)                                                                  \
+    __attribute__((target("avx2,fma"))) static void name(                                          \
+        int row0, int m, int n, int runs, const cg_gemm_run *run, int64_t lda, int64_t ldb,        \
+        float beta, float *c, int ldc)                                                             \
+    {                                                                                              \
+        runs_tile(rows, nv, row0, m, n, runs, run, lda, ldb, beta, c, ldc);                        \
+    }
+RUNS_TILE(runs_6x16, 6, 2)
+RUNS_TILE(runs_8x8, 8, 1)
+#undef RUNS_TILE
+
+void cg_f32_gemm_runs_avx2_12x16(int m, int n, int runs, const cg_gemm_run *run, int64_t lda,
+                                 int64_t ldb, float beta, float *c, int ldc)
+{
+    const int rows = n > 8 ? 6 : 8;
+    void (*const tile_fn)(int, int, int, int, const cg_gemm_run *, int64_t, int64_t, float, float *,
+                          int) = n > 8 ? runs_6x16 : runs_8x8;
+    for (int r = 0; r < m; r += rows)
+        tile_fn(r, m - r < rows ? m - r : rows, n, runs, run, lda, ldb, beta, c + (size_t)r * ldc,
+                ldc);
+}
+
 /* Packing rows: per step, zeros, the part of the segment inside [lo, hi),
  * zeros; whole vectors, then one masked (masked-off lanes of a maskload do
  * not fault, so a segment may end at the end of a page); fp16 converted on

@@ -206,6 +206,75 @@ void cg_f32_gemm_indirect_avx512_24x48(int m, int n, int pieces, const int *len,
             c + (size_t)r * ldc, ldc, &prefetch, prefetch_end);
 }
 
+/* The in-place kernel (kernels/list.h, cg_gemm_runs_fn): tiles of 8 rows (48,
+ * 32 or 16 columns), B's last vector a masked load (a run may end at the end
+ * of x), A's rows broadcast through a pointer each (rows past m repeat row m
+ * - 1, never stored): one index steps every row. */
+__attribute__((target("avx512f"))) static ALWAYS_INLINE void
+runs_tile(const int nv, const int whole, int row0, int m, int n, int runs, const cg_gemm_run *run,
+          int64_t lda, int64_t ldb, float beta, float *c, int ldc)
+{
+    prefetch_tile(nv, m, c, ldc);
+    __m512 acc[24][3];
+#pragma GCC unroll 8
+    for (int r = 0; r < INDIRECT_ROWS; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm512_setzero_ps();
+    const int tail = n - 16 * (nv - 1);
+    const __mmask16 last = (__mmask16)(tail >= 16 ? 0xFFFFu : (1u << tail) - 1u);
+    for (int q = 0; q < runs; q++) {
+        const float *row[INDIRECT_ROWS], *b = run[q].b;
+#pragma GCC unroll 8
+        for (int r = 0; r < INDIRECT_ROWS; r++)
+            row[r] = run[q].a + row0 + (r < m ? r : m - 1);
+        for (int64_t p = 0, at = 0; p < run[q].len; p++, at += lda, b += ldb) {
+            __m512 bv[3];
+#pragma GCC unroll 3
+            for (int v = 0; v < nv; v++)
+                bv[v] = whole || v < nv - 1 ? _mm512_loadu_ps(b + 16 * v)
+                                            : _mm512_maskz_loadu_ps(last, b + 16 * v);
+#pragma GCC unroll 8
+            for (int r = 0; r < INDIRECT_ROWS; r++) {
+                const __m512 av = _mm512_set1_ps(row[r][at]);
+#pragma GCC unroll 3
+                for (int v = 0; v < nv; v++)
+                    acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+            }
+        }
+    }
+    store_tile(INDIRECT_ROWS, nv, m, n, beta, c, ldc, acc);
+}
+
+#define RUNS_TILE(name, nv, whole)                                                                 \
+    __attribute__((target("avx512f"))) static void name(                                           \
+        int row0, int m, int n, int runs, const cg_gemm_run *run, int64_t lda, int64_t ldb,        \
+        float beta, float *c, int ldc)                                                             \
+    {                                                                                              \
+        runs_tile(nv, whole, row0, m, n, runs, run, lda, ldb, beta, c, ldc);                       \
+    }
+RUNS_TILE(runs_8x48, 3, 1)
+RUNS_TILE(runs_8x32, 2, 1)
+RUNS_TILE(runs_8x16, 1, 1)
+RUNS_TILE(runs_8x48_masked, 3, 0)
+RUNS_TILE(runs_8x32_masked, 2, 0)
+RUNS_TILE(runs_8x16_masked, 1, 0)
+#undef RUNS_TILE
+
+void cg_f32_gemm_runs_avx512_24x48(int m, int n, int runs, const cg_gemm_run *run, int64_t lda,
+                                   int64_t ldb, float beta, float *c, int ldc)
+{
+    typedef void tile_fn(int, int, int, int, const cg_gemm_run *, int64_t, int64_t, float, float *,
+                         int);
+    /* by vectors, and whether the last one is whole (no mask a step) */
+    static tile_fn *const tiles[2][3] = {{runs_8x16_masked, runs_8x32_masked, runs_8x48_masked},
+                                         {runs_8x16, runs_8x32, runs_8x48}};
+    tile_fn *const tile = tiles[n % 16 == 0][(n + 15) / 16 - 1];
+    for (int r = 0; r < m; r += INDIRECT_ROWS)
+        tile(r, m - r < INDIRECT_ROWS ? m - r : INDIRECT_ROWS, n, runs, run, lda, ldb, beta,
+             c + (size_t)r * ldc, ldc);
+}
+
 /* Packing rows: per step, zeros, the part of the segment inside [lo, hi),
  * zeros; whole vectors, then one masked (masked-off lanes of a load do not
  * fault, so a segment may end at the end of a page); fp16 converted on the

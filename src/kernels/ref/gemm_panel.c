@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The packed micro-kernel in plain C, and the indirect one (A's rows through
- * pointers): the oracles of the gemm_panel and gemm_indirect kernels and the
- * portable path. The inner loop runs along a step of B and a row of
- * C (contiguous: the compiler vectorises it). */
+/* The packed micro-kernel in plain C, the indirect one (A's rows through
+ * pointers) and the in-place one (runs): the oracles of the gemm_panel,
+ * gemm_indirect and gemm_runs kernels and the portable path. The inner loop runs along a step of B
+ * and a row of C (contiguous: the compiler vectorises it). */
 #include "kernels/list.h"
 
 enum { MR = 8, NR = 16 }; /* the list's tile for this kernel */
@@ -41,6 +41,23 @@ void cg_f32_gemm_indirect_ref_8x16(int m, int n, int pieces, const int *len, con
                 for (int j = 0; j < n; j++)
                     ci[j] += ai[p] * bp[j];
         }
+    }
+}
+
+void cg_f32_gemm_runs_ref_8x16(int m, int n, int runs, const cg_gemm_run *run, int64_t lda,
+                               int64_t ldb, float beta, float *c, int ldc)
+{
+    for (int i = 0; i < m; i++) {
+        float *ci = c + (size_t)i * ldc;
+        if (beta == 0.0f)
+            for (int j = 0; j < n; j++)
+                ci[j] = 0.0f;
+        for (int q = 0; q < runs; q++)
+            for (int64_t p = 0; p < run[q].len; p++) {
+                const float aip = run[q].a[p * lda + i], *bp = run[q].b + p * ldb;
+                for (int j = 0; j < n; j++)
+                    ci[j] += aip * bp[j];
+            }
     }
 }
 
