@@ -693,18 +693,19 @@ static void row_tables(const geometry *gm, const tile *tl, axis ah, axis aw, int
 /* C[pixel][channel] for each group g: group g's columns of A (segments of
  * seg_len made of pieces, a tap's channels each; group g's from column g *
  * group_cols of each) times group g's packed B (b, b_group floats apart),
- * into group g's n columns of c. */
+ * written into group g's n columns of c, each row starting from the bias
+ * (NULL: none). */
 static void rows_product(const job *jb, const float *src, const int64_t *tab, int64_t segments,
                          int64_t count, int64_t seg_len, int64_t piece, int64_t group_cols,
-                         int64_t k, int64_t n, const float *b, int64_t b_group, float beta,
+                         int64_t k, int64_t n, const float *b, int64_t b_group, const float *bias,
                          float *c, int64_t ldc, float *pack)
 {
     const int64_t e = segments * count;
     for (int64_t g = 0; g < jb->plan.groups; g++) {
         const cg_rows_matrix a = {src,   tab,     tab + e, tab + 2 * e,
                                   count, seg_len, piece,   g * group_cols};
-        cg_gemm_rows(cg_gemm_blocking_here(), count, n, k, &a, b + g * b_group, beta, c + g * n,
-                     ldc, pack);
+        cg_gemm_rows(cg_gemm_blocking_here(), count, n, k, &a, b + g * b_group, 0.0f,
+                     bias ? bias + g * n : NULL, c + g * n, ldc, pack);
     }
 }
 
@@ -777,11 +778,8 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
                          min64(tile_rows, last - row)};
         float *y = jb->out + row * p->cout;
         row_tables(&gx, &tl, ah, aw, runs, tab);
-        for (int64_t t = 0; jb->bias && t < tl.count; t++) /* C starts at the bias */
-            for (int64_t c = 0; c < p->cout; c++)
-                y[t * p->cout + c] = jb->bias[c];
         rows_product(jb, jb->in0, tab, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
-                     p->cout_g, jb->packed_w, b_group, jb->bias ? 1.0f : 0.0f, y, p->cout, mem);
+                     p->cout_g, jb->packed_w, b_group, jb->bias, y, p->cout, mem);
         row += tl.count;
     }
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
@@ -1015,7 +1013,7 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
         const int64_t np = (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g);
         rows_product(jb, jb->in0, sp->tab, nh * (runs ? 1 : nw), tl->count,
                      runs ? nw * p->cout : p->cout_g, p->cout_g, p->cout_g, kp, p->cin_g,
-                     jb->packed_w + phase_rows_before(p, dt, a, b) * np, b_group, 0.0f, c, p->cin,
+                     jb->packed_w + phase_rows_before(p, dt, a, b) * np, b_group, NULL, c, p->cin,
                      sp->pack);
     }
     if (!direct)
@@ -1271,7 +1269,7 @@ static void data_band(const job *jb, int64_t n, int64_t h0, int64_t h1, int64_t 
         }
         const cg_rows_matrix a = {jb->in0, tab,     tab + count, tab + 2 * count,
                                   count,   p->cout, p->cout,     0};
-        cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, b, 0.0f, dcol,
+        cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, b, 0.0f, NULL, dcol,
                      p->row_len, pack);
         for (int64_t t = 0, oh = px / p->out_w, ow = px % p->out_w; t < count; t++) {
             add_columns(p, dcol + t * p->row_len, n, oh, ow, h0, h1, dx);

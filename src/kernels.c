@@ -381,7 +381,7 @@ static void together_pass(const cg_plan *plan, const void *dy, const void *x,
     for (int64_t g = 0; g < groups; g++) {
         const char *from, *to;
         prefetch_share(next, &from, &to);
-        bl->kernel((int)m, (int)row_len, (int)kb, a + g * kb * mr, b + g * kb * nr, step_beta,
+        bl->kernel((int)m, (int)row_len, (int)kb, a + g * kb * mr, b + g * kb * nr, step_beta, NULL,
                    dst + g * m * row_len, (int)row_len, from, to);
     }
 }
@@ -461,7 +461,7 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
                     const char *from, *to;
                     prefetch_share(&next, &from, &to);
                     bl->kernel((int)min64(mr, m - i), (int)w, (int)kb, a + i * kb, b, step_beta,
-                               dst_g + i * row_len + j, (int)row_len, from, to);
+                               NULL, dst_g + i * row_len + j, (int)row_len, from, to);
                 }
             }
         }

@@ -36,12 +36,30 @@ static int edge_sizes(int *sizes, const int *base, int n_base, int t)
 
 /* ---- gemm_panel ------------------------------------------------------ */
 
+/* How C starts: its own values (beta 1), zeros or a row of init (beta 0:
+ * C is NaN, never read). */
+enum { FROM_ZERO, FROM_C, FROM_INIT, STARTS };
+
+/* A row of n values every row of C starts from under FROM_INIT (NaN past
+ * n: a read past it shows), else NULL. */
+static float *init_row(int start, int n, cgt_rng *rng)
+{
+    if (start != FROM_INIT)
+        return NULL;
+    float *init = malloc(sizeof(float) * (size_t)(n + 1));
+    for (int j = 0; j <= n; j++)
+        init[j] = j < n ? (float)cgt_rng_sym(rng) : NAN;
+    return init;
+}
+
 /* Wrong elements of C after one call on packed panels: a is k steps of mr
  * floats (rows past m zero), b k steps of nr floats (columns past n zero),
  * C rows m + 1 with canaries past n and in row m. */
-static int gemm_panel_wrong(cg_gemm_panel_fn *fn, int mr, int nr, int m, int n, int k, int beta,
+static int gemm_panel_wrong(cg_gemm_panel_fn *fn, int mr, int nr, int m, int n, int k, int start,
                             cgt_rng *rng)
 {
+    const int beta = start == FROM_C;
+    float *init = init_row(start, n, rng);
     const int ldc = n + 7;
     float *a = malloc(sizeof(float) * (size_t)k * mr), *b = malloc(sizeof(float) * (size_t)k * nr);
     float *c = malloc(sizeof(float) * (size_t)(m + 1) * ldc);
@@ -58,9 +76,9 @@ static int gemm_panel_wrong(cg_gemm_panel_fn *fn, int mr, int nr, int m, int n, 
             /* beta 0: C is never read, so NaN must not come through */
             c[i * ldc + j] = !inside ? CANARY : beta ? (float)cgt_rng_sym(rng) : NAN;
             if (inside)
-                old[i * n + j] = beta ? c[i * ldc + j] : 0.0;
+                old[i * n + j] = beta ? c[i * ldc + j] : init ? init[j] : 0.0;
         }
-    fn(m, n, k, a, b, (float)beta, c, ldc, (const char *)c, (const char *)(c + ldc));
+    fn(m, n, k, a, b, (float)beta, init, c, ldc, (const char *)c, (const char *)(c + ldc));
     int bad = 0;
     for (int i = 0; i <= m; i++)
         for (int j = 0; j < ldc; j++) {
@@ -78,11 +96,13 @@ static int gemm_panel_wrong(cg_gemm_panel_fn *fn, int mr, int nr, int m, int n, 
     free(b);
     free(c);
     free(old);
+    free(init);
     return bad;
 }
 
 /* Every m <= mr and n <= nr the packed driver can ask for (its tails
- * included: the register tile changes with n), on sums short and long. */
+ * included: the register tile changes with n), on sums short and long, C
+ * starting from zeros, itself or a row of init. */
 static void check_gemm_panel(cg_gemm_panel_fn *fn, const char *name, cg_isa isa, int mr, int nr)
 {
     (void)isa;
@@ -92,12 +112,12 @@ static void check_gemm_panel(cg_gemm_panel_fn *fn, const char *name, cg_isa isa,
     for (int m = 1; m <= mr; m++)
         for (int n = 1; n <= nr; n++)
             for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
-                for (int beta = 0; beta < 2; beta++) {
+                for (int start = 0; start < STARTS; start++) {
                     if (ks[ki] > 17 && m % 5 != 0 && m != mr && n % 7 != 0 && n != nr)
                         continue; /* long sums on a sample of the tile's shapes */
-                    int bad = gemm_panel_wrong(fn, mr, nr, m, n, ks[ki], beta, &rng);
-                    cr_assert_eq(bad, 0, "%s m %d n %d k %d beta %d: %d wrong elements", name, m, n,
-                                 ks[ki], beta, bad);
+                    int bad = gemm_panel_wrong(fn, mr, nr, m, n, ks[ki], start, &rng);
+                    cr_assert_eq(bad, 0, "%s m %d n %d k %d start %d: %d wrong elements", name, m,
+                                 n, ks[ki], start, bad);
                 }
 }
 
@@ -108,8 +128,10 @@ static void check_gemm_panel(cg_gemm_panel_fn *fn, const char *name, cg_isa isa,
  * shows), or the shared zero row where (i + q) % 5 == 4 (padding), the
  * pointers lda > mr apart; b and C as gemm_panel_wrong's. */
 static int gemm_indirect_wrong(cg_gemm_indirect_fn *fn, int mr, int nr, int m, int n,
-                               const int *len, int pieces, int beta, cgt_rng *rng)
+                               const int *len, int pieces, int start, cgt_rng *rng)
 {
+    const int beta = start == FROM_C;
+    float *init = init_row(start, n, rng);
     const int ldc = n + 7, lda = mr + 3;
     int k = 0, most = 1;
     for (int q = 0; q < pieces; q++) {
@@ -137,15 +159,16 @@ static int gemm_indirect_wrong(cg_gemm_indirect_fn *fn, int mr, int nr, int m, i
         for (int j = 0; j < ldc; j++) {
             const int inside = i < m && j < n;
             c[i * ldc + j] = !inside ? CANARY : beta ? (float)cgt_rng_sym(rng) : NAN;
-            if (inside && beta)
-                want[i * n + j] = c[i * ldc + j];
+            if (inside)
+                want[i * n + j] = beta ? c[i * ldc + j] : init ? init[j] : 0.0;
         }
     for (int i = 0; i < m; i++)
         for (int q = 0, s = 0; q < pieces; s += len[q], q++)
             for (int p = 0; p < len[q]; p++)
                 for (int j = 0; j < n; j++)
                     want[i * n + j] += (double)a[q * lda + i][p] * b[(s + p) * nr + j];
-    fn(m, n, pieces, len, a, lda, b, (float)beta, c, ldc, (const char *)c, (const char *)(c + ldc));
+    fn(m, n, pieces, len, a, lda, b, (float)beta, init, c, ldc, (const char *)c,
+       (const char *)(c + ldc));
     int bad = 0;
     for (int i = 0; i <= m; i++)
         for (int j = 0; j < ldc; j++) {
@@ -161,11 +184,12 @@ static int gemm_indirect_wrong(cg_gemm_indirect_fn *fn, int mr, int nr, int m, i
     free(b);
     free(c);
     free(want);
+    free(init);
     return bad;
 }
 
 /* Every m <= mr and n <= nr, on pieces of one step to a long block, equal
- * and unequal, beta 0 and 1. */
+ * and unequal, C starting from zeros, itself or a row of init. */
 static void check_gemm_indirect(cg_gemm_indirect_fn *fn, const char *name, cg_isa isa, int mr,
                                 int nr)
 {
@@ -177,13 +201,14 @@ static void check_gemm_indirect(cg_gemm_indirect_fn *fn, const char *name, cg_is
     for (int m = 1; m <= mr; m++)
         for (int n = 1; n <= nr; n++)
             for (size_t l = 0; l < sizeof counts / sizeof *counts; l++)
-                for (int beta = 0; beta < 2; beta++) {
+                for (int start = 0; start < STARTS; start++) {
                     if (lens[l][0] + lens[l][1] > 17 && m % 5 != 0 && m != mr && n % 7 != 0 &&
                         n != nr)
                         continue; /* long sums on a sample of the tile's shapes */
-                    int bad = gemm_indirect_wrong(fn, mr, nr, m, n, lens[l], counts[l], beta, &rng);
-                    cr_assert_eq(bad, 0, "%s m %d n %d pieces %zu beta %d: %d wrong elements", name,
-                                 m, n, l, beta, bad);
+                    int bad =
+                        gemm_indirect_wrong(fn, mr, nr, m, n, lens[l], counts[l], start, &rng);
+                    cr_assert_eq(bad, 0, "%s m %d n %d pieces %zu start %d: %d wrong elements",
+                                 name, m, n, l, start, bad);
                 }
 }
 

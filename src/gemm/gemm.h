@@ -92,14 +92,15 @@ void cg_rows_panel(const cg_gemm_blocking *bl, int64_t n, int64_t q, int64_t *fi
 /* Floats of A's packing space cg_gemm_rows needs (mc x kc). */
 size_t cg_rows_a_floats(const cg_gemm_blocking *bl);
 
-/* C[r][j] = sum over p < k of A(r, p) B(p, j) + beta*C[r][j] for r < m, j < n
- * (C row-major, ldc apart; beta 0: C not read), A through its tables (rows
+/* C[r][j] = sum over p < k of A(r, p) B(p, j) + (beta ? C[r][j] : init ?
+ * init[j] : 0) for r < m, j < n (C row-major, ldc apart; beta 0: C not read;
+ * init: the bias every row starts from, or NULL), A through its tables (rows
  * [0, m)), B packed as cg_rows_b_floats says; `pack` holds
  * cg_rows_a_floats(bl) floats. A's rows go to the indirect kernel in place
  * where a piece is CG_INDIRECT_MIN_PIECE floats or more, else they are
  * packed. Runs on the calling thread. */
 enum { CG_INDIRECT_MIN_PIECE = 16 };
 void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
-                  const cg_rows_matrix *a, const float *b_packed, float beta, float *c, int64_t ldc,
-                  float *pack);
+                  const cg_rows_matrix *a, const float *b_packed, float beta, const float *init,
+                  float *c, int64_t ldc, float *pack);
 #endif

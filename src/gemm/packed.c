@@ -100,7 +100,7 @@ void cg_gemm_packed(const cg_gemm_blocking *bl, int trans_a, int trans_b, int m,
                 for (int jr = 0; jr < nb; jr += bl->nr)
                     for (int ir = 0; ir < mb; ir += bl->mr)
                         bl->kernel(min_int(bl->mr, mb - ir), min_int(bl->nr, nb - jr), kb,
-                                   pa + (size_t)ir * kb, pb + (size_t)jr * kb, step,
+                                   pa + (size_t)ir * kb, pb + (size_t)jr * kb, step, NULL,
                                    c + (size_t)(ic + ir) * ldc + jc + jr, ldc, NULL, NULL);
             }
         }

@@ -96,8 +96,8 @@ static int indirect_rows(const cg_rows_matrix *a, int64_t r0, int64_t mb, int64_
 }
 
 void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
-                  const cg_rows_matrix *a, const float *b_packed, float beta, float *c, int64_t ldc,
-                  float *pack)
+                  const cg_rows_matrix *a, const float *b_packed, float beta, const float *init,
+                  float *c, int64_t ldc, float *pack)
 {
     const int64_t np = round_up(n, bl->nr);
     /* the pointers, MOST_PIECES a row, take the space of A's packed block */
@@ -129,12 +129,14 @@ void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
                     const int rows = (int)min64(bl->mr, mb - ir);
                     float *cr = c + (ic + ir) * ldc + first;
                     const float step_beta = pc > 0 ? 1.0f : beta;
+                    const float *start = init ? init + first : NULL;
                     if (indirect)
                         bl->indirect(rows, (int)cols, pieces, len, ptr + ir, mb, b + jr * kb,
-                                     step_beta, cr, (int)ldc, from, from ? from + share : NULL);
+                                     step_beta, start, cr, (int)ldc, from,
+                                     from ? from + share : NULL);
                     else
                         bl->kernel(rows, (int)cols, (int)kb, pack + ir * kb, b + jr * kb, step_beta,
-                                   cr, (int)ldc, from, from ? from + share : NULL);
+                                   start, cr, (int)ldc, from, from ? from + share : NULL);
                 }
             }
         }

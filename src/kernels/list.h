@@ -30,30 +30,33 @@ enum {
 };
 
 /* The packed micro-kernel: C[i][j] = sum over p < k of a[p*mr + i] *
- * b[p*nr + j] + beta*C[i][j], for i < m <= mr, j < n <= nr, where mr x nr is
- * the kernel's line of the list. `a` is an A panel (k steps of mr floats,
- * rows m..mr-1 zero), `b` a B micro-panel (k steps of nr floats, columns
- * n..nr-1 zero), as the packers (src/kernels.c, src/gemm/packed.c) lay them
- * out; beta is 0 (C is written, never read) or 1; nothing of C past row m
- * or column n is touched. Along the way the kernel prefetches the cache
+ * b[p*nr + j] + (beta ? C[i][j] : init ? init[j] : 0), for i < m <= mr, j <
+ * n <= nr, where mr x nr is the kernel's line of the list. `a` is an A panel
+ * (k steps of mr floats, rows m..mr-1 zero), `b` a B micro-panel (k steps
+ * of nr floats, columns n..nr-1 zero), as the packers (src/kernels.c,
+ * src/gemm/packed.c) lay them out; beta is 0 (C is written, never read) or
+ * 1; init, where beta is 0, a row every row of C starts from (the forward's
+ * bias; NULL: zeros); nothing of C past row m or column n is touched. Along the way the kernel prefetches the cache
  * lines [prefetch, prefetch_end) into L2, one every few steps (a hint for
  * what the caller reads next: NULL, NULL for none). */
 typedef void cg_gemm_panel_fn(int m, int n, int k, const float *a, const float *b, float beta,
-                              float *c, int ldc, const char *prefetch, const char *prefetch_end);
+                              const float *init, float *c, int ldc, const char *prefetch,
+                              const char *prefetch_end);
 
 /* The indirect micro-kernel: gemm_panel's product with A's rows read in
  * place, through pointers, where gemm_panel reads a packed A panel. The sum
  * runs over `pieces` pieces of len[q] steps each: C[i][j] = sum over q <
- * pieces and p < len[q] of a[q*lda + i][p] * b[(s_q + p)*nr + j] +
- * beta*C[i][j], s_q = len[0] + ... + len[q-1], for i < m <= mr and j < n <=
- * nr (the list's tile, gemm_panel's of the same ISA). Row i of piece q is
+ * pieces and p < len[q] of a[q*lda + i][p] * b[(s_q + p)*nr + j] + (beta ?
+ * C[i][j] : init ? init[j] : 0), s_q = len[0] + ... + len[q-1], for i < m <=
+ * mr and j < n <= nr (the list's tile, gemm_panel's of the same ISA). Row i of piece q is
  * len[q] contiguous floats at a[q*lda + i] (a pixel's channels at one tap:
  * the forward's x, the input gradient's dy; zeros for padding); `b` is a B
- * micro-panel as gemm_panel's, `beta` 0 or 1, the prefetch range the same
+ * micro-panel, beta and init as gemm_panel's, the prefetch range the same
  * hint; nothing of C past row m or column n is touched. */
 typedef void cg_gemm_indirect_fn(int m, int n, int pieces, const int *len, const float *const *a,
-                                 int64_t lda, const float *b, float beta, float *c, int ldc,
-                                 const char *prefetch, const char *prefetch_end);
+                                 int64_t lda, const float *b, float beta, const float *init,
+                                 float *c, int ldc, const char *prefetch,
+                                 const char *prefetch_end);
 
 /* The in-place micro-kernel of the weight gradient: both operands read where
  * they lie, in runs (a stretch of an output row through one tap: its steps

@@ -2,21 +2,24 @@
 /* The packed micro-kernel on AVX2 + FMA: a 12-row A panel times a B
  * micro-panel of up to 16 columns (kernels/list.h, cg_gemm_panel_fn), as
  * 6 x 16 or 12 x 8 register tiles of 12 accumulators, and the same product
- * with A's rows read in place (cg_gemm_indirect_fn); the AVX-512 kernel's
- * design (avx512/gemm_panel.c) at half the width and half the registers. */
+ * with A's rows read in place (cg_gemm_indirect_fn) or both operands
+ * (cg_gemm_runs_fn), as 6 x 16 or 8 x 8 tiles (a pointer a row in a
+ * register); the AVX-512 kernels' design (avx512/gemm_panel.c) at half the
+ * width and half the registers. */
 #include "kernels/list.h"
 #include "kernels/pack_rows_body.h"
 
 #include <immintrin.h>
 #include <string.h>
 
-enum { PANEL = 12, NR = 16 };
+enum { PANEL = 12, NR = 16, MOST_ROWS = 8 /* the in-place kernels' tiles */ };
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
+#define AVX2_FMA __attribute__((target("avx2,fma")))
 
 /* acc[r][v] += a[r] * b[8v..8v+7], one step of the sum. */
-__attribute__((target("avx2,fma"))) static ALWAYS_INLINE void
-fma_step(const int rows, const int nv, const float *a, const float *b, __m256 acc[12][2])
+AVX2_FMA static ALWAYS_INLINE void fma_step(const int rows, const int nv, const float *a,
+                                            const float *b, __m256 acc[12][2])
 {
     __m256 bv[2];
 #pragma GCC unroll 2
@@ -31,24 +34,38 @@ fma_step(const int rows, const int nv, const float *a, const float *b, __m256 ac
     }
 }
 
+AVX2_FMA static ALWAYS_INLINE void zero_tile(const int rows, const int nv, __m256 acc[12][2])
+{
+#pragma GCC unroll 12
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm256_setzero_ps();
+}
+
 /* C's lines of a tile, fetched while its sums run. */
-__attribute__((target("avx2,fma"))) static ALWAYS_INLINE void prefetch_tile(const int nv, int m,
-                                                                            const float *c, int ldc)
+AVX2_FMA static ALWAYS_INLINE void prefetch_tile(const int nv, int m, const float *c, int ldc)
 {
     for (int r = 0; r < m; r++)
         for (int v = 0; v < nv; v++)
             _mm_prefetch((const char *)(c + (size_t)r * ldc + 8 * v), _MM_HINT_T0);
 }
 
-/* C[r][8v..] = acc[r][v] (+ C where beta), rows r < m, columns < n. */
-__attribute__((target("avx2,fma"))) static ALWAYS_INLINE void store_tile(const int rows,
-                                                                         const int nv, int m, int n,
-                                                                         float beta, float *c,
-                                                                         int ldc, __m256 acc[12][2])
+/* The lanes of the last of nv vectors of n columns. */
+AVX2_FMA static ALWAYS_INLINE __m256i last_vector(const int nv, int n)
 {
-    const int tail = n - 8 * (nv - 1); /* columns of the last vector, 1..8 */
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), lane);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * (nv - 1)), lane);
+}
+
+/* C[r][8v..] = acc[r][v] (+ C where beta, + init where init instead), rows
+ * r < m, columns < n. */
+AVX2_FMA static ALWAYS_INLINE void store_tile(const int rows, const int nv, int m, int n,
+                                              float beta, const float *init, float *c, int ldc,
+                                              __m256 acc[12][2])
+{
+    const int whole = n - 8 * (nv - 1) == 8, add_init = beta == 0.0f && init;
+    const __m256i last = last_vector(nv, n);
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++) {
         if (r >= m)
@@ -57,31 +74,34 @@ __attribute__((target("avx2,fma"))) static ALWAYS_INLINE void store_tile(const i
         for (int v = 0; v < nv; v++) {
             float *cv = c + (size_t)r * ldc + 8 * v;
             __m256 sum = acc[r][v];
-            if (v < nv - 1 || tail == 8) {
+            if (v < nv - 1 || whole) {
                 if (beta != 0.0f)
                     sum = _mm256_add_ps(sum, _mm256_loadu_ps(cv));
+                else if (add_init)
+                    sum = _mm256_add_ps(sum, _mm256_loadu_ps(init + 8 * v));
                 _mm256_storeu_ps(cv, sum);
             } else {
                 if (beta != 0.0f)
                     sum = _mm256_add_ps(sum, _mm256_maskload_ps(cv, last));
+                else if (add_init)
+                    sum = _mm256_add_ps(sum, _mm256_maskload_ps(init + 8 * v, last));
                 _mm256_maskstore_ps(cv, last, sum);
             }
         }
     }
 }
 
-__attribute__((target("avx2,fma"))) static ALWAYS_INLINE void
-tile(const int rows, const int nv, int m, int n, int k, const float *a, const float *b, float beta,
-     float *c, int ldc, const char **prefetch, const char *prefetch_end)
+/* ---- gemm_panel --------------------------------------------------------- */
+
+AVX2_FMA static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int n, int k,
+                                        const float *a, const float *b, float beta,
+                                        const float *init, float *c, int ldc, const char **prefetch,
+                                        const char *prefetch_end)
 {
     const char *pf = *prefetch;
     prefetch_tile(nv, m, c, ldc);
     __m256 acc[12][2];
-#pragma GCC unroll 12
-    for (int r = 0; r < rows; r++)
-#pragma GCC unroll 2
-        for (int v = 0; v < nv; v++)
-            acc[r][v] = _mm256_setzero_ps();
+    zero_tile(rows, nv, acc);
     /* two steps an iteration, a prefetched line each: no test a step */
     int p = 0;
     for (; p + 2 <= k; p += 2, a += 2 * PANEL, b += 2 * NR) {
@@ -95,57 +115,50 @@ tile(const int rows, const int nv, int m, int n, int k, const float *a, const fl
     if (p < k)
         fma_step(rows, nv, a, b, acc);
     *prefetch = pf;
-    store_tile(rows, nv, m, n, beta, c, ldc, acc);
+    store_tile(rows, nv, m, n, beta, init, c, ldc, acc);
 }
 
-__attribute__((target("avx2,fma"))) static void tile_6x16(int m, int n, int k, const float *a,
-                                                          const float *b, float beta, float *c,
-                                                          int ldc, const char **prefetch,
-                                                          const char *prefetch_end)
-{
-    tile(6, 2, m, n, k, a, b, beta, c, ldc, prefetch, prefetch_end);
-}
-
-__attribute__((target("avx2,fma"))) static void tile_12x8(int m, int n, int k, const float *a,
-                                                          const float *b, float beta, float *c,
-                                                          int ldc, const char **prefetch,
-                                                          const char *prefetch_end)
-{
-    tile(12, 1, m, n, k, a, b, beta, c, ldc, prefetch, prefetch_end);
-}
+typedef void panel_tile_fn(int, int, int, const float *, const float *, float, const float *,
+                           float *, int, const char **, const char *);
+#define PANEL_TILE(name, rows, nv)                                                                 \
+    AVX2_FMA static void name(int m, int n, int k, const float *a, const float *b, float beta,     \
+                              const float *init, float *c, int ldc, const char **prefetch,         \
+                              const char *prefetch_end)                                            \
+    {                                                                                              \
+        tile(rows, nv, m, n, k, a, b, beta, init, c, ldc, prefetch, prefetch_end);                 \
+    }
+PANEL_TILE(tile_6x16, 6, 2)
+PANEL_TILE(tile_12x8, 12, 1)
+#undef PANEL_TILE
 
 void cg_f32_gemm_panel_avx2_12x16(int m, int n, int k, const float *a, const float *b, float beta,
-                                  float *c, int ldc, const char *prefetch, const char *prefetch_end)
+                                  const float *init, float *c, int ldc, const char *prefetch,
+                                  const char *prefetch_end)
 {
     const int rows = n > 8 ? 6 : 12;
-    void (*const run)(int, int, int, const float *, const float *, float, float *, int,
-                      const char **, const char *) = n > 8 ? tile_6x16 : tile_12x8;
+    panel_tile_fn *const run = n > 8 ? tile_6x16 : tile_12x8;
     for (int r = 0; r < m; r += rows)
-        run(m - r < rows ? m - r : rows, n, k, a + r, b, beta, c + (size_t)r * ldc, ldc, &prefetch,
-            prefetch_end);
+        run(m - r < rows ? m - r : rows, n, k, a + r, b, beta, init, c + (size_t)r * ldc, ldc,
+            &prefetch, prefetch_end);
 }
 
-/* The indirect kernel (kernels/list.h, cg_gemm_indirect_fn): tiles of 6 x
- * 16 or 8 x 8 (12 or 8 accumulators), each row's pointer in a register for
- * a piece and broadcast from in place; rows past m repeat row m - 1 and are
- * not stored. */
-enum { INDIRECT_MOST_ROWS = 8 };
+/* ---- gemm_indirect ------------------------------------------------------ */
 
-__attribute__((target("avx2,fma"))) static ALWAYS_INLINE void
-indirect_tile(const int rows, const int nv, int m, int n, int pieces, const int *len,
-              const float *const *a, int64_t lda, const float *b, float beta, float *c, int ldc,
-              const char **prefetch, const char *prefetch_end)
+/* Tiles of 6 x 16 or 8 x 8 (12 or 8 accumulators), each row's pointer in a
+ * register for a piece and broadcast from in place; rows past m repeat row
+ * m - 1 and are not stored. */
+AVX2_FMA static ALWAYS_INLINE void indirect_tile(const int rows, const int nv, int m, int n,
+                                                 int pieces, const int *len, const float *const *a,
+                                                 int64_t lda, const float *b, float beta,
+                                                 const float *init, float *c, int ldc,
+                                                 const char **prefetch, const char *prefetch_end)
 {
     const char *pf = *prefetch;
     prefetch_tile(nv, m, c, ldc);
     __m256 acc[12][2];
-#pragma GCC unroll 8
-    for (int r = 0; r < rows; r++)
-#pragma GCC unroll 2
-        for (int v = 0; v < nv; v++)
-            acc[r][v] = _mm256_setzero_ps();
+    zero_tile(rows, nv, acc);
     for (int q = 0; q < pieces; q++, a += lda) {
-        const float *row[INDIRECT_MOST_ROWS];
+        const float *row[MOST_ROWS];
 #pragma GCC unroll 8
         for (int r = 0; r < rows; r++)
             row[r] = a[r < m ? r : m - 1];
@@ -169,16 +182,18 @@ indirect_tile(const int rows, const int nv, int m, int n, int pieces, const int 
         }
     }
     *prefetch = pf;
-    store_tile(rows, nv, m, n, beta, c, ldc, acc);
+    store_tile(rows, nv, m, n, beta, init, c, ldc, acc);
 }
 
+typedef void indirect_tile_fn(int, int, int, const int *, const float *const *, int64_t,
+                              const float *, float, const float *, float *, int, const char **,
+                              const char *);
 #define INDIRECT_TILE(name, rows, nv)                                                              \
-    __attribute__((target("avx2,fma"))) static void name(                                          \
-        int m, int n, int pieces, const int *len, const float *const *a, int64_t lda,              \
-        const float *b, float beta, float *c, int ldc, const char **prefetch,                      \
-        const char *prefetch_end)                                                                  \
+    AVX2_FMA static void name(int m, int n, int pieces, const int *len, const float *const *a,     \
+                              int64_t lda, const float *b, float beta, const float *init,          \
+                              float *c, int ldc, const char **prefetch, const char *prefetch_end)  \
     {                                                                                              \
-        indirect_tile(rows, nv, m, n, pieces, len, a, lda, b, beta, c, ldc, prefetch,              \
+        indirect_tile(rows, nv, m, n, pieces, len, a, lda, b, beta, init, c, ldc, prefetch,        \
                       prefetch_end);                                                               \
     }
 INDIRECT_TILE(indirect_6x16, 6, 2)
@@ -187,37 +202,31 @@ INDIRECT_TILE(indirect_8x8, 8, 1)
 
 void cg_f32_gemm_indirect_avx2_12x16(int m, int n, int pieces, const int *len,
                                      const float *const *a, int64_t lda, const float *b, float beta,
-                                     float *c, int ldc, const char *prefetch,
+                                     const float *init, float *c, int ldc, const char *prefetch,
                                      const char *prefetch_end)
 {
     const int rows = n > 8 ? 6 : 8;
-    void (*const run)(int, int, int, const int *, const float *const *, int64_t, const float *,
-                      float, float *, int, const char **, const char *) =
-        n > 8 ? indirect_6x16 : indirect_8x8;
+    indirect_tile_fn *const run = n > 8 ? indirect_6x16 : indirect_8x8;
     for (int r = 0; r < m; r += rows)
-        run(m - r < rows ? m - r : rows, n, pieces, len, a + r, lda, b, beta, c + (size_t)r * ldc,
-            ldc, &prefetch, prefetch_end);
+        run(m - r < rows ? m - r : rows, n, pieces, len, a + r, lda, b, beta, init,
+            c + (size_t)r * ldc, ldc, &prefetch, prefetch_end);
 }
 
-/* The in-place kernel (kernels/list.h, cg_gemm_runs_fn): tiles of 6 x 16
- * or 8 x 8, B's last vector a masked load (a run may end at the end of x),
- * A's rows broadcast through a pointer each (rows past m repeat row m - 1,
- * never stored): one index steps every row. */
-__attribute__((target("avx2,fma"))) static ALWAYS_INLINE void
-runs_tile(const int rows, const int nv, int row0, int m, int n, int runs, const cg_gemm_run *run,
-          int64_t lda, int64_t ldb, float beta, float *c, int ldc)
+/* ---- gemm_runs ---------------------------------------------------------- */
+
+/* Tiles of 6 x 16 or 8 x 8, B's last vector a masked load (a run may end
+ * at the end of x), A's rows broadcast through a pointer each (rows past m
+ * repeat row m - 1, never stored): one index steps every row. */
+AVX2_FMA static ALWAYS_INLINE void runs_tile(const int rows, const int nv, int row0, int m, int n,
+                                             int runs, const cg_gemm_run *run, int64_t lda,
+                                             int64_t ldb, float beta, float *c, int ldc)
 {
     prefetch_tile(nv, m, c, ldc);
     __m256 acc[12][2];
-#pragma GCC unroll 8
-    for (int r = 0; r < rows; r++)
-#pragma GCC unroll 2
-        for (int v = 0; v < nv; v++)
-            acc[r][v] = _mm256_setzero_ps();
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * (nv - 1)), lane);
+    zero_tile(rows, nv, acc);
+    const __m256i last = last_vector(nv, n);
     for (int q = 0; q < runs; q++) {
-        const float *row[INDIRECT_MOST_ROWS], *b = run[q].b;
+        const float *row[MOST_ROWS], *b = run[q].b;
 #pragma GCC unroll 8
         for (int r = 0; r < rows; r++)
             row[r] = run[q].a + row0 + (r < m ? r : m - 1);
@@ -236,13 +245,14 @@ runs_tile(const int rows, const int nv, int row0, int m, int n, int runs, const 
             }
         }
     }
-    store_tile(rows, nv, m, n, beta, c, ldc, acc);
+    store_tile(rows, nv, m, n, beta, NULL, c, ldc, acc);
 }
 
+typedef void runs_tile_fn(int, int, int, int, const cg_gemm_run *, int64_t, int64_t, float, float *,
+                          int);
 #define RUNS_TILE(name, rows, nv)                                                                  \
-    __attribute__((target("avx2,fma"))) static void name(                                          \
-        int row0, int m, int n, int runs, const cg_gemm_run *run, int64_t lda, int64_t ldb,        \
-        float beta, float *c, int ldc)                                                             \
+    AVX2_FMA static void name(int row0, int m, int n, int runs, const cg_gemm_run *run,            \
+                              int64_t lda, int64_t ldb, float beta, float *c, int ldc)             \
     {                                                                                              \
         runs_tile(rows, nv, row0, m, n, runs, run, lda, ldb, beta, c, ldc);                        \
     }
@@ -254,11 +264,10 @@ void cg_f32_gemm_runs_avx2_12x16(int m, int n, int runs, const cg_gemm_run *run,
                                  int64_t ldb, float beta, float *c, int ldc)
 {
     const int rows = n > 8 ? 6 : 8;
-    void (*const tile_fn)(int, int, int, int, const cg_gemm_run *, int64_t, int64_t, float, float *,
-                          int) = n > 8 ? runs_6x16 : runs_8x8;
+    runs_tile_fn *const run_tile = n > 8 ? runs_6x16 : runs_8x8;
     for (int r = 0; r < m; r += rows)
-        tile_fn(r, m - r < rows ? m - r : rows, n, runs, run, lda, ldb, beta, c + (size_t)r * ldc,
-                ldc);
+        run_tile(r, m - r < rows ? m - r : rows, n, runs, run, lda, ldb, beta, c + (size_t)r * ldc,
+                 ldc);
 }
 
 /* Packing rows: per step, zeros, the part of the segment inside [lo, hi),

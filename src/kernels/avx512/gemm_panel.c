@@ -1,23 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /* The packed micro-kernel on AVX-512: a 24-row A panel times a B micro-panel
  * of up to 48 columns (kernels/list.h, cg_gemm_panel_fn), and the same
- * product with A's rows read in place (cg_gemm_indirect_fn). The register tile
- * follows the width: 8 x 48, 12 x 32 or 24 x 16, 24 accumulators each, so a
- * narrow tail of columns still keeps both FMA ports busy. Both panels are
- * read in order (the packer laid them out so), C only at the ends: its
- * lines are prefetched when a tile starts and needed when it ends. */
+ * product with A's rows read in place (cg_gemm_indirect_fn) or both operands
+ * (cg_gemm_runs_fn). The register tile follows the width: 8 x 48, 12 x 32 or
+ * 24 x 16 for the packed kernel (24 accumulators each, so a narrow tail of
+ * columns still keeps both FMA ports busy), 8 rows for the in-place ones (a
+ * pointer a row in a register). Both panels are read in order (the packer
+ * laid them out so), C only at the ends: its lines are prefetched when a
+ * tile starts and needed when it ends. */
 #include "kernels/list.h"
 #include "kernels/pack_rows_body.h"
 
 #include <immintrin.h>
 
-enum { PANEL = 24, NR = 48 };
+enum { PANEL = 24, NR = 48, ROWS = 8 /* the in-place kernels' tile */ };
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
+#define AVX512F __attribute__((target("avx512f")))
 
 /* acc[r][v] += a[r] * b[16v..16v+15], one step of the sum. */
-__attribute__((target("avx512f"))) static ALWAYS_INLINE void
-fma_step(const int rows, const int nv, const float *a, const float *b, __m512 acc[24][3])
+AVX512F static ALWAYS_INLINE void fma_step(const int rows, const int nv, const float *a,
+                                           const float *b, __m512 acc[24][3])
 {
     __m512 bv[3];
 #pragma GCC unroll 3
@@ -32,23 +35,38 @@ fma_step(const int rows, const int nv, const float *a, const float *b, __m512 ac
     }
 }
 
+AVX512F static ALWAYS_INLINE void zero_tile(const int rows, const int nv, __m512 acc[24][3])
+{
+#pragma GCC unroll 24
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm512_setzero_ps();
+}
+
 /* C's lines of a tile, fetched while its sums run. */
-__attribute__((target("avx512f"))) static ALWAYS_INLINE void prefetch_tile(const int nv, int m,
-                                                                           const float *c, int ldc)
+AVX512F static ALWAYS_INLINE void prefetch_tile(const int nv, int m, const float *c, int ldc)
 {
     for (int r = 0; r < m; r++)
         for (int v = 0; v < nv; v++)
             _mm_prefetch((const char *)(c + (size_t)r * ldc + 16 * v), _MM_HINT_T0);
 }
 
-/* C[r][16v..] = acc[r][v] (+ C where beta), rows r < m, columns < n. */
-__attribute__((target("avx512f"))) static ALWAYS_INLINE void store_tile(const int rows,
-                                                                        const int nv, int m, int n,
-                                                                        float beta, float *c,
-                                                                        int ldc, __m512 acc[24][3])
+/* The mask of the last of nv vectors of n columns. */
+static inline __mmask16 last_vector(const int nv, int n)
 {
-    const int tail = n - 16 * (nv - 1); /* columns of the last vector, 1..16 */
-    const __mmask16 last = (__mmask16)(tail >= 16 ? 0xFFFFu : (1u << tail) - 1u);
+    const int tail = n - 16 * (nv - 1); /* 1..16 */
+    return (__mmask16)(tail >= 16 ? 0xFFFFu : (1u << tail) - 1u);
+}
+
+/* C[r][16v..] = acc[r][v] (+ C where beta, + init where init instead),
+ * rows r < m, columns < n. */
+AVX512F static ALWAYS_INLINE void store_tile(const int rows, const int nv, int m, int n, float beta,
+                                             const float *init, float *c, int ldc,
+                                             __m512 acc[24][3])
+{
+    const __mmask16 last = last_vector(nv, n);
+    const int add_init = beta == 0.0f && init;
 #pragma GCC unroll 24
     for (int r = 0; r < rows; r++) {
         if (r >= m)
@@ -60,23 +78,24 @@ __attribute__((target("avx512f"))) static ALWAYS_INLINE void store_tile(const in
             __m512 sum = acc[r][v];
             if (beta != 0.0f)
                 sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask, cv));
+            else if (add_init)
+                sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask, init + 16 * v));
             _mm512_mask_storeu_ps(cv, mask, sum);
         }
     }
 }
 
-__attribute__((target("avx512f"))) static ALWAYS_INLINE void
-tile(const int rows, const int nv, int m, int n, int k, const float *a, const float *b, float beta,
-     float *c, int ldc, const char **prefetch, const char *prefetch_end)
+/* ---- gemm_panel --------------------------------------------------------- */
+
+AVX512F static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int n, int k,
+                                       const float *a, const float *b, float beta,
+                                       const float *init, float *c, int ldc, const char **prefetch,
+                                       const char *prefetch_end)
 {
     const char *pf = *prefetch;
     prefetch_tile(nv, m, c, ldc);
     __m512 acc[24][3];
-#pragma GCC unroll 24
-    for (int r = 0; r < rows; r++)
-#pragma GCC unroll 3
-        for (int v = 0; v < nv; v++)
-            acc[r][v] = _mm512_setzero_ps();
+    zero_tile(rows, nv, acc);
     /* two steps an iteration, a prefetched line each: no test a step */
     int p = 0;
     for (; p + 2 <= k; p += 2, a += 2 * PANEL, b += 2 * NR) {
@@ -90,70 +109,53 @@ tile(const int rows, const int nv, int m, int n, int k, const float *a, const fl
     if (p < k)
         fma_step(rows, nv, a, b, acc);
     *prefetch = pf;
-    store_tile(rows, nv, m, n, beta, c, ldc, acc);
+    store_tile(rows, nv, m, n, beta, init, c, ldc, acc);
 }
 
-__attribute__((target("avx512f"))) static void tile_8x48(int m, int n, int k, const float *a,
-                                                         const float *b, float beta, float *c,
-                                                         int ldc, const char **prefetch,
-                                                         const char *prefetch_end)
-{
-    tile(8, 3, m, n, k, a, b, beta, c, ldc, prefetch, prefetch_end);
-}
-
-__attribute__((target("avx512f"))) static void tile_12x32(int m, int n, int k, const float *a,
-                                                          const float *b, float beta, float *c,
-                                                          int ldc, const char **prefetch,
-                                                          const char *prefetch_end)
-{
-    tile(12, 2, m, n, k, a, b, beta, c, ldc, prefetch, prefetch_end);
-}
-
-__attribute__((target("avx512f"))) static void tile_24x16(int m, int n, int k, const float *a,
-                                                          const float *b, float beta, float *c,
-                                                          int ldc, const char **prefetch,
-                                                          const char *prefetch_end)
-{
-    tile(24, 1, m, n, k, a, b, beta, c, ldc, prefetch, prefetch_end);
-}
+typedef void panel_tile_fn(int, int, int, const float *, const float *, float, const float *,
+                           float *, int, const char **, const char *);
+#define PANEL_TILE(name, rows, nv)                                                                 \
+    AVX512F static void name(int m, int n, int k, const float *a, const float *b, float beta,      \
+                             const float *init, float *c, int ldc, const char **prefetch,          \
+                             const char *prefetch_end)                                             \
+    {                                                                                              \
+        tile(rows, nv, m, n, k, a, b, beta, init, c, ldc, prefetch, prefetch_end);                 \
+    }
+PANEL_TILE(tile_8x48, 8, 3)
+PANEL_TILE(tile_12x32, 12, 2)
+PANEL_TILE(tile_24x16, 24, 1)
+#undef PANEL_TILE
 
 void cg_f32_gemm_panel_avx512_24x48(int m, int n, int k, const float *a, const float *b, float beta,
-                                    float *c, int ldc, const char *prefetch,
+                                    const float *init, float *c, int ldc, const char *prefetch,
                                     const char *prefetch_end)
 {
     const int nv = (n + 15) / 16, rows = PANEL / nv;
-    void (*const run)(int, int, int, const float *, const float *, float, float *, int,
-                      const char **, const char *) = nv == 3   ? tile_8x48
-                                                     : nv == 2 ? tile_12x32
-                                                               : tile_24x16;
+    panel_tile_fn *const run = nv == 3 ? tile_8x48 : nv == 2 ? tile_12x32 : tile_24x16;
     for (int r = 0; r < m; r += rows)
-        run(m - r < rows ? m - r : rows, n, k, a + r, b, beta, c + (size_t)r * ldc, ldc, &prefetch,
-            prefetch_end);
+        run(m - r < rows ? m - r : rows, n, k, a + r, b, beta, init, c + (size_t)r * ldc, ldc,
+            &prefetch, prefetch_end);
 }
 
-/* The indirect kernel (kernels/list.h, cg_gemm_indirect_fn): tiles of 8
- * rows (8, 32 or 16 columns: 24, 16 or 8 accumulators), each row's pointer
- * in a register for a piece and broadcast from in place; rows past m repeat
- * row m - 1 and are not stored. */
-enum { INDIRECT_ROWS = 8 };
+/* ---- gemm_indirect ------------------------------------------------------ */
 
-__attribute__((target("avx512f"))) static ALWAYS_INLINE void
-indirect_tile(const int nv, int m, int n, int pieces, const int *len, const float *const *a,
-              int64_t lda, const float *b, float beta, float *c, int ldc, const char **prefetch,
-              const char *prefetch_end)
+/* Tiles of 8 rows (48, 32 or 16 columns: 24, 16 or 8 accumulators), each
+ * row's pointer in a register for a piece and broadcast from in place; rows
+ * past m repeat row m - 1 and are not stored. */
+AVX512F static ALWAYS_INLINE void indirect_tile(const int nv, int m, int n, int pieces,
+                                                const int *len, const float *const *a, int64_t lda,
+                                                const float *b, float beta, const float *init,
+                                                float *c, int ldc, const char **prefetch,
+                                                const char *prefetch_end)
 {
     const char *pf = *prefetch;
     prefetch_tile(nv, m, c, ldc);
     __m512 acc[24][3];
-#pragma GCC unroll 8
-    for (int r = 0; r < INDIRECT_ROWS; r++)
-#pragma GCC unroll 3
-        for (int v = 0; v < nv; v++)
-            acc[r][v] = _mm512_setzero_ps();
+    zero_tile(ROWS, nv, acc);
     for (int q = 0; q < pieces; q++, a += lda) {
-        const float *row[INDIRECT_ROWS];
+        const float *row[ROWS];
 #pragma GCC unroll 8
-        for (int r = 0; r < INDIRECT_ROWS; r++)
+        for (int r = 0; r < ROWS; r++)
             row[r] = a[r < m ? r : m - 1];
         const int k = len[q];
         for (int p = 0; p < k; p++, b += NR) {
@@ -166,7 +168,7 @@ indirect_tile(const int nv, int m, int n, int pieces, const int *len, const floa
             for (int v = 0; v < nv; v++)
                 bv[v] = _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 8
-            for (int r = 0; r < INDIRECT_ROWS; r++) {
+            for (int r = 0; r < ROWS; r++) {
                 const __m512 av = _mm512_set1_ps(row[r][p]);
 #pragma GCC unroll 3
                 for (int v = 0; v < nv; v++)
@@ -175,16 +177,19 @@ indirect_tile(const int nv, int m, int n, int pieces, const int *len, const floa
         }
     }
     *prefetch = pf;
-    store_tile(INDIRECT_ROWS, nv, m, n, beta, c, ldc, acc);
+    store_tile(ROWS, nv, m, n, beta, init, c, ldc, acc);
 }
 
+typedef void indirect_tile_fn(int, int, int, const int *, const float *const *, int64_t,
+                              const float *, float, const float *, float *, int, const char **,
+                              const char *);
 #define INDIRECT_TILE(name, nv)                                                                    \
-    __attribute__((target("avx512f"))) static void name(                                           \
-        int m, int n, int pieces, const int *len, const float *const *a, int64_t lda,              \
-        const float *b, float beta, float *c, int ldc, const char **prefetch,                      \
-        const char *prefetch_end)                                                                  \
+    AVX512F static void name(int m, int n, int pieces, const int *len, const float *const *a,      \
+                             int64_t lda, const float *b, float beta, const float *init, float *c, \
+                             int ldc, const char **prefetch, const char *prefetch_end)             \
     {                                                                                              \
-        indirect_tile(nv, m, n, pieces, len, a, lda, b, beta, c, ldc, prefetch, prefetch_end);     \
+        indirect_tile(nv, m, n, pieces, len, a, lda, b, beta, init, c, ldc, prefetch,              \
+                      prefetch_end);                                                               \
     }
 INDIRECT_TILE(indirect_8x48, 3)
 INDIRECT_TILE(indirect_8x32, 2)
@@ -193,40 +198,34 @@ INDIRECT_TILE(indirect_8x16, 1)
 
 void cg_f32_gemm_indirect_avx512_24x48(int m, int n, int pieces, const int *len,
                                        const float *const *a, int64_t lda, const float *b,
-                                       float beta, float *c, int ldc, const char *prefetch,
-                                       const char *prefetch_end)
+                                       float beta, const float *init, float *c, int ldc,
+                                       const char *prefetch, const char *prefetch_end)
 {
     const int nv = (n + 15) / 16;
-    void (*const run)(int, int, int, const int *, const float *const *, int64_t, const float *,
-                      float, float *, int, const char **, const char *) = nv == 3   ? indirect_8x48
-                                                                          : nv == 2 ? indirect_8x32
-                                                                                    : indirect_8x16;
-    for (int r = 0; r < m; r += INDIRECT_ROWS)
-        run(m - r < INDIRECT_ROWS ? m - r : INDIRECT_ROWS, n, pieces, len, a + r, lda, b, beta,
+    indirect_tile_fn *const run = nv == 3 ? indirect_8x48 : nv == 2 ? indirect_8x32 : indirect_8x16;
+    for (int r = 0; r < m; r += ROWS)
+        run(m - r < ROWS ? m - r : ROWS, n, pieces, len, a + r, lda, b, beta, init,
             c + (size_t)r * ldc, ldc, &prefetch, prefetch_end);
 }
 
-/* The in-place kernel (kernels/list.h, cg_gemm_runs_fn): tiles of 8 rows (48,
- * 32 or 16 columns), B's last vector a masked load (a run may end at the end
- * of x), A's rows broadcast through a pointer each (rows past m repeat row m
- * - 1, never stored): one index steps every row. */
-__attribute__((target("avx512f"))) static ALWAYS_INLINE void
-runs_tile(const int nv, const int whole, int row0, int m, int n, int runs, const cg_gemm_run *run,
-          int64_t lda, int64_t ldb, float beta, float *c, int ldc)
+/* ---- gemm_runs ---------------------------------------------------------- */
+
+/* Tiles of 8 rows (48, 32 or 16 columns), B's last vector a masked load
+ * only where it is not whole (`whole`: none a step), A's rows broadcast
+ * through a pointer each (rows past m repeat row m - 1, never stored): one
+ * index steps every row. */
+AVX512F static ALWAYS_INLINE void runs_tile(const int nv, const int whole, int row0, int m, int n,
+                                            int runs, const cg_gemm_run *run, int64_t lda,
+                                            int64_t ldb, float beta, float *c, int ldc)
 {
     prefetch_tile(nv, m, c, ldc);
     __m512 acc[24][3];
-#pragma GCC unroll 8
-    for (int r = 0; r < INDIRECT_ROWS; r++)
-#pragma GCC unroll 3
-        for (int v = 0; v < nv; v++)
-            acc[r][v] = _mm512_setzero_ps();
-    const int tail = n - 16 * (nv - 1);
-    const __mmask16 last = (__mmask16)(tail >= 16 ? 0xFFFFu : (1u << tail) - 1u);
+    zero_tile(ROWS, nv, acc);
+    const __mmask16 last = last_vector(nv, n);
     for (int q = 0; q < runs; q++) {
-        const float *row[INDIRECT_ROWS], *b = run[q].b;
+        const float *row[ROWS], *b = run[q].b;
 #pragma GCC unroll 8
-        for (int r = 0; r < INDIRECT_ROWS; r++)
+        for (int r = 0; r < ROWS; r++)
             row[r] = run[q].a + row0 + (r < m ? r : m - 1);
         for (int64_t p = 0, at = 0; p < run[q].len; p++, at += lda, b += ldb) {
             __m512 bv[3];
@@ -235,7 +234,7 @@ runs_tile(const int nv, const int whole, int row0, int m, int n, int runs, const
                 bv[v] = whole || v < nv - 1 ? _mm512_loadu_ps(b + 16 * v)
                                             : _mm512_maskz_loadu_ps(last, b + 16 * v);
 #pragma GCC unroll 8
-            for (int r = 0; r < INDIRECT_ROWS; r++) {
+            for (int r = 0; r < ROWS; r++) {
                 const __m512 av = _mm512_set1_ps(row[r][at]);
 #pragma GCC unroll 3
                 for (int v = 0; v < nv; v++)
@@ -243,13 +242,14 @@ runs_tile(const int nv, const int whole, int row0, int m, int n, int runs, const
             }
         }
     }
-    store_tile(INDIRECT_ROWS, nv, m, n, beta, c, ldc, acc);
+    store_tile(ROWS, nv, m, n, beta, NULL, c, ldc, acc);
 }
 
+typedef void runs_tile_fn(int, int, int, int, const cg_gemm_run *, int64_t, int64_t, float, float *,
+                          int);
 #define RUNS_TILE(name, nv, whole)                                                                 \
-    __attribute__((target("avx512f"))) static void name(                                           \
-        int row0, int m, int n, int runs, const cg_gemm_run *run, int64_t lda, int64_t ldb,        \
-        float beta, float *c, int ldc)                                                             \
+    AVX512F static void name(int row0, int m, int n, int runs, const cg_gemm_run *run,             \
+                             int64_t lda, int64_t ldb, float beta, float *c, int ldc)              \
     {                                                                                              \
         runs_tile(nv, whole, row0, m, n, runs, run, lda, ldb, beta, c, ldc);                       \
     }
@@ -264,15 +264,13 @@ RUNS_TILE(runs_8x16_masked, 1, 0)
 void cg_f32_gemm_runs_avx512_24x48(int m, int n, int runs, const cg_gemm_run *run, int64_t lda,
                                    int64_t ldb, float beta, float *c, int ldc)
 {
-    typedef void tile_fn(int, int, int, int, const cg_gemm_run *, int64_t, int64_t, float, float *,
-                         int);
-    /* by vectors, and whether the last one is whole (no mask a step) */
-    static tile_fn *const tiles[2][3] = {{runs_8x16_masked, runs_8x32_masked, runs_8x48_masked},
-                                         {runs_8x16, runs_8x32, runs_8x48}};
-    tile_fn *const tile = tiles[n % 16 == 0][(n + 15) / 16 - 1];
-    for (int r = 0; r < m; r += INDIRECT_ROWS)
-        tile(r, m - r < INDIRECT_ROWS ? m - r : INDIRECT_ROWS, n, runs, run, lda, ldb, beta,
-             c + (size_t)r * ldc, ldc);
+    /* by vectors, and whether the last one is whole */
+    static runs_tile_fn *const tiles[2][3] = {
+        {runs_8x16_masked, runs_8x32_masked, runs_8x48_masked}, {runs_8x16, runs_8x32, runs_8x48}};
+    runs_tile_fn *const run_tile = tiles[n % 16 == 0][(n + 15) / 16 - 1];
+    for (int r = 0; r < m; r += ROWS)
+        run_tile(r, m - r < ROWS ? m - r : ROWS, n, runs, run, lda, ldb, beta, c + (size_t)r * ldc,
+                 ldc);
 }
 
 /* Packing rows: per step, zeros, the part of the segment inside [lo, hi),

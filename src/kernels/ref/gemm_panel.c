@@ -1,21 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /* The packed micro-kernel in plain C, the indirect one (A's rows through
  * pointers) and the in-place one (runs): the oracles of the gemm_panel,
- * gemm_indirect and gemm_runs kernels and the portable path. The inner loop runs along a step of B
- * and a row of C (contiguous: the compiler vectorises it). */
+ * gemm_indirect and gemm_runs kernels and the portable path. The inner loop
+ * runs along a step of B and a row of C (contiguous: the compiler vectorises
+ * it). */
 #include "kernels/list.h"
 
 enum { MR = 8, NR = 16 }; /* the list's tile for this kernel */
 
+/* C's row as its sum starts: itself (beta 1), init or zeros. */
+static void start_row(float *ci, int n, float beta, const float *init)
+{
+    for (int j = 0; beta == 0.0f && j < n; j++)
+        ci[j] = init ? init[j] : 0.0f;
+}
+
 void cg_f32_gemm_panel_ref_8x16(int m, int n, int k, const float *a, const float *b, float beta,
-                                float *c, int ldc, const char *prefetch, const char *prefetch_end)
+                                const float *init, float *c, int ldc, const char *prefetch,
+                                const char *prefetch_end)
 {
     (void)prefetch, (void)prefetch_end; /* a hint this kernel does without */
     for (int i = 0; i < m; i++) {
         float *ci = c + (size_t)i * ldc;
-        if (beta == 0.0f)
-            for (int j = 0; j < n; j++)
-                ci[j] = 0.0f;
+        start_row(ci, n, beta, init);
         for (int p = 0; p < k; p++) {
             const float aip = a[(size_t)p * MR + i], *bp = b + (size_t)p * NR;
             for (int j = 0; j < n; j++)
@@ -25,15 +32,14 @@ void cg_f32_gemm_panel_ref_8x16(int m, int n, int k, const float *a, const float
 }
 
 void cg_f32_gemm_indirect_ref_8x16(int m, int n, int pieces, const int *len, const float *const *a,
-                                   int64_t lda, const float *b, float beta, float *c, int ldc,
-                                   const char *prefetch, const char *prefetch_end)
+                                   int64_t lda, const float *b, float beta, const float *init,
+                                   float *c, int ldc, const char *prefetch,
+                                   const char *prefetch_end)
 {
     (void)prefetch, (void)prefetch_end;
     for (int i = 0; i < m; i++) {
         float *ci = c + (size_t)i * ldc;
-        if (beta == 0.0f)
-            for (int j = 0; j < n; j++)
-                ci[j] = 0.0f;
+        start_row(ci, n, beta, init);
         const float *bp = b;
         for (int q = 0; q < pieces; q++) {
             const float *ai = a[q * lda + i];
@@ -49,9 +55,7 @@ void cg_f32_gemm_runs_ref_8x16(int m, int n, int runs, const cg_gemm_run *run, i
 {
     for (int i = 0; i < m; i++) {
         float *ci = c + (size_t)i * ldc;
-        if (beta == 0.0f)
-            for (int j = 0; j < n; j++)
-                ci[j] = 0.0f;
+        start_row(ci, n, beta, NULL);
         for (int q = 0; q < runs; q++)
             for (int64_t p = 0; p < run[q].len; p++) {
                 const float aip = run[q].a[p * lda + i], *bp = run[q].b + p * ldb;
