@@ -211,6 +211,111 @@ static void runs_rows(const cg_plan *p, const float *dy, const float *x, const c
     }
 }
 
+/* ---- a few input channels: kernel rows in place, dw transposed -------- */
+
+/* Where the one group has fewer input channels than a vector (a first
+ * layer: the stem's 3) and its taps are adjacent (dilation 1), a pixel's
+ * kernel row is one stretch of x, kernel_w * cin floats, and consecutive
+ * output pixels' are stride_w * cin floats apart. The gemm_runs kernel then
+ * broadcasts a kernel row's floats and loads dy's channels in vectors: it
+ * sums dw's transpose ([column][channel]) in the core's scratch, which is
+ * transposed into dst once a call (dw is small here: the stem's 37 KB).
+ * The input row a run reads is first copied with its padding as zeros, so
+ * an output row is one run whatever its edges (the packed path's panels
+ * are 48 columns wide for the stem's 147: 4 panels, the last of 3, and its
+ * packing was a third of the time). */
+enum { FEW_MOST_ROWS = RUNS_MOST }; /* output rows a pass */
+
+static int few_in_place(const cg_plan *p, int64_t kc)
+{
+    return p->dtype_size == sizeof(float) && cg_kernels()->gemm_runs && p->groups == 1 &&
+           p->dil_w == 1 && p->cin < RUNS_MIN_CHANNELS && !cg_outer_rows_fit(p) &&
+           p->cout >= RUNS_MIN_CHANNELS && p->out_w >= RUNS_MIN_WIDTH &&
+           (runs_pass(p, kc) + p->out_w - 1) / p->out_w + 1 <= FEW_MOST_ROWS;
+}
+
+/* Floats of a padded input row: every pixel an output row's kernel rows
+ * reach, from ix = -pad_l. */
+static int64_t padded_row_floats(const cg_plan *p)
+{
+    return ((p->out_w - 1) * p->stride_w + p->kernel_w) * p->cin;
+}
+
+/* Scratch of few_rows: the transposed sums, then a padded input row for
+ * each output row a pass touches. */
+static int64_t few_scratch_floats(const cg_plan *p, int64_t kc, const cg_dw_block *blk)
+{
+    const int64_t rows = (runs_pass(p, kc) + p->out_w - 1) / p->out_w + 1;
+    return p->row_len * (blk->co_last - blk->co_first) + rows * padded_row_floats(p);
+}
+
+/* dst = input row iy of image n from ix = -pad_l, zeros outside it. */
+static void pad_row(const cg_plan *p, const float *x, int64_t n, int64_t iy, float *dst)
+{
+    const int64_t pixels = padded_row_floats(p) / p->cin;
+    const int64_t lo = min64(pixels, p->pad_l), hi = max64(lo, min64(pixels, p->in_w + p->pad_l));
+    cg_zero_floats(dst, lo * p->cin);
+    cg_copy_floats(dst + lo * p->cin, x + ((n * p->in_h + iy) * p->in_w + lo - p->pad_l) * p->cin,
+                   (hi - lo) * p->cin);
+    cg_zero_floats(dst + hi * p->cin, (pixels - hi) * p->cin);
+}
+
+/* cg_general_rows for few_in_place: per pass and kernel row, a run an
+ * output row (its input row padded into `rows`), each block of columns of
+ * the kernel row against each chunk of the block's channels. */
+static void few_rows(const cg_plan *p, const float *dy, const float *x, const cg_dw_block *blk,
+                     int64_t first, int64_t last, int64_t kc, float *scratch, float beta,
+                     float *dst)
+{
+    const cg_gemm_blocking *bl = cg_gemm_blocking_here();
+    cg_gemm_runs_fn *kernel = cg_kernels()->gemm_runs;
+    const int64_t co_n = blk->co_last - blk->co_first, seg = p->kernel_w * p->cin;
+    const int64_t pass = runs_pass(p, kc), chunks = (co_n + bl->nr - 1) / bl->nr;
+    float *sums = scratch, *rows = scratch + p->row_len * co_n; /* sums[j][co] */
+    for (int64_t j = blk->col_first; j < blk->col_last; j++)
+        cg_zero_floats(sums + j * co_n, co_n);
+    cg_gemm_run run[FEW_MOST_ROWS], moved[FEW_MOST_ROWS];
+    for (int64_t r0 = first; r0 < last; r0 += pass) {
+        const int64_t r1 = min64(last, r0 + pass);
+        for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+            /* the kernel row's columns in the block */
+            const int64_t j0 = max64(blk->col_first, kh * seg);
+            const int64_t j1 = min64(blk->col_last, (kh + 1) * seg);
+            if (j0 >= j1)
+                continue;
+            int runs = 0;
+            for (int64_t row = r0; row < r1;) {
+                const cg_pixel px = cg_pixel_of_row(p, row);
+                const int64_t end = min64(r1, row + p->out_w - px.ow);
+                const int64_t iy = px.oh * p->stride_h + kh * p->dil_h - p->pad_u;
+                if (iy >= 0 && iy < p->in_h) {
+                    float *padded = rows + runs * padded_row_floats(p);
+                    pad_row(p, x, px.n, iy, padded);
+                    run[runs++] =
+                        (cg_gemm_run){padded + px.ow * p->stride_w * p->cin + (j0 - kh * seg),
+                                      dy + row * p->cout + blk->co_first, end - row};
+                }
+                row = end;
+            }
+            for (int64_t q = 0; q < chunks; q++) {
+                int64_t c0, width;
+                cg_rows_panel(bl, co_n, q, &c0, &width);
+                for (int64_t i = j0; i < j1; i += bl->mr) {
+                    for (int k = 0; k < runs; k++)
+                        moved[k] = (cg_gemm_run){run[k].a + (i - j0), run[k].b + c0, run[k].len};
+                    kernel((int)min64(bl->mr, j1 - i), (int)width, runs, moved,
+                           p->stride_w * p->cin, p->cout, 1.0f, sums + i * co_n + c0, (int)co_n);
+                }
+            }
+        }
+    }
+    for (int64_t co = 0; co < co_n; co++) /* dst (+)= the sums' transpose */
+        for (int64_t j = blk->col_first; j < blk->col_last; j++) {
+            float *d = dst + co * p->row_len + j;
+            *d = beta != 0.0f ? *d + sums[j * co_n + co] : sums[j * co_n + co];
+        }
+}
+
 /* The A panels (a multiple of mr floats a step) and a B micro-panel, or each
  * group's (groups_together), and the tables of dy's rows and of x's
  * segments, for kc rows a pass. */
@@ -219,6 +324,8 @@ int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t kc, const cg_dw_b
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     if (grouped_few(plan, blk) || outer_rows(plan, blk) || in_place(plan, kc))
         return 0; /* their sums stay in registers */
+    if (few_in_place(plan, kc))
+        return few_scratch_floats(plan, kc, blk);
     int64_t s0, s1;
     segments_of(plan, blk->col_first, blk->col_last, &s0, &s1);
     const int64_t tables = 3 * kc * (1 + s1 - s0); /* int64s */
@@ -403,6 +510,10 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
     }
     if (in_place(plan, kc)) {
         runs_rows(plan, dy, x, blk, first, last, kc, beta, dst);
+        return;
+    }
+    if (few_in_place(plan, kc)) {
+        few_rows(plan, dy, x, blk, first, last, kc, scratch, beta, dst);
         return;
     }
     const int64_t mr = bl->mr, nr = bl->nr;
