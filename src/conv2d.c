@@ -739,6 +739,56 @@ static int64_t rows_tile(const job *jb, int64_t rows)
     return max64(1, min64(want, rows));
 }
 
+/* A few channels a tap, many a kernel row (the stem's 3 and 21): the
+ * forward's kernel rows are read in place by the indirect kernel, whole, from
+ * a copy of each input row a tile reads with its padding as zeros (the
+ * transposing pack of 3-float pieces and its tables were a third of the
+ * stem's forward). */
+static int forward_padded(const job *jb)
+{
+    const cg_plan *p = &jb->plan;
+    return p->groups == 1 && p->dil_w == 1 && p->cin < CG_INDIRECT_MIN_PIECE &&
+           p->kernel_w * p->cin >= CG_INDIRECT_MIN_PIECE && cg_gemm_blocking_here()->indirect;
+}
+
+/* Padded input rows a tile of `count` pixels takes: one an output row it
+ * touches and kernel row, and one of zeros. */
+static int64_t padded_rows(const cg_plan *p, int64_t count)
+{
+    return ((count + p->out_w - 1) / p->out_w + 1) * p->kernel_h + 1;
+}
+
+/* The row tables of a tile for forward_padded, over `pad` (padded_rows
+ * rows): segment kh of pixel t is its kernel row in a padded copy of input
+ * row iy (the zero row where iy is outside x), wholly inside. */
+static void padded_tables(const job *jb, const tile *tl, float *pad, int64_t *tab)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t count = tl->count, len = cg_padded_row_floats(p);
+    const int64_t seg = p->kernel_w * p->cin, e = p->kernel_h * count;
+    int64_t *at = tab, *lo = tab + e, *hi = tab + 2 * e, copies = 1;
+    cg_zero_floats(pad, len); /* copy 0: the zero row */
+    tile_pos pos = tile_start(tl);
+    for (int64_t t = 0; t < count;) {
+        const int64_t run = min64(count - t, tl->width - pos.j); /* the rest of an output row */
+        for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+            const int64_t iy = pos.i * p->stride_h + kh * p->dil_h - p->pad_u;
+            int64_t row = 0;
+            if (iy >= 0 && iy < p->in_h) {
+                row = copies++ * len;
+                cg_pad_row(p, jb->in0, pos.n, iy, pad + row);
+            }
+            for (int64_t i = 0; i < run; i++) {
+                at[kh * count + t + i] = row + (pos.j + i) * p->stride_w * p->cin;
+                lo[kh * count + t + i] = 0;
+                hi[kh * count + t + i] = seg;
+            }
+        }
+        t += run;
+        tile_advance(tl, &pos, run);
+    }
+}
+
 /* y = im2col(x) w^T (+ b) over this core's pixels; B (w^T by group) packed by
  * all cores together first. */
 static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
@@ -746,19 +796,22 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     const cg_plan *p = &jb->plan;
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     const int64_t k = p->row_len, b_group = (int64_t)cg_rows_b_floats(bl, k, p->cout_g);
-    const int runs = p->groups == 1 && p->dil_w == 1;
+    const int runs = p->groups == 1 && p->dil_w == 1, padded = forward_padded(jb);
     const int64_t segments = runs ? p->kernel_h : p->taps,
                   seg_len = runs ? p->kernel_w * p->cin : p->cin_g;
     int64_t first, last;
     cg_split_range(p->rows, rank, jb->members, &first, &last);
     const int64_t tile_rows = rows_tile(jb, last - first), a_floats = (int64_t)cg_rows_a_floats(bl);
+    const int64_t pad_floats = padded ? padded_rows(p, tile_rows) * cg_padded_row_floats(p) : 0;
     int64_t *ints;
     float *mem;
     if (core_scratch(jb, p->kernel_h + p->kernel_w + 3 * segments * tile_rows,
-                     a_floats + (rank == 0 ? p->groups * b_group : 0), &ints, &mem, err) != CG_OK)
+                     a_floats + pad_floats + (rank == 0 ? p->groups * b_group : 0), &ints, &mem,
+                     err) != CG_OK)
         return CG_ERR_NO_MEMORY;
+    float *pad = mem + a_floats;
     if (rank == 0)
-        jb->packed_w = mem + a_floats;
+        jb->packed_w = pad + pad_floats;
     cm_bar_all(jb->core_mask, 1); /* core 0's buffer is known */
     cg_trace_mark since = cg_trace_start();
     int64_t block = 0;
@@ -777,9 +830,15 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
         const tile tl = {row / plane, p->out_h, p->out_w, row % plane,
                          min64(tile_rows, last - row)};
         float *y = jb->out + row * p->cout;
-        row_tables(&gx, &tl, ah, aw, runs, tab);
-        rows_product(jb, jb->in0, tab, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
-                     p->cout_g, jb->packed_w, b_group, jb->bias, y, p->cout, mem);
+        if (padded) { /* whole kernel rows of the padded copies: a piece each */
+            padded_tables(jb, &tl, pad, tab);
+            rows_product(jb, pad, tab, segments, tl.count, seg_len, seg_len, p->cin_g, k, p->cout_g,
+                         jb->packed_w, b_group, jb->bias, y, p->cout, mem);
+        } else {
+            row_tables(&gx, &tl, ah, aw, runs, tab);
+            rows_product(jb, jb->in0, tab, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
+                         p->cout_g, jb->packed_w, b_group, jb->bias, y, p->cout, mem);
+        }
         row += tl.count;
     }
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);

@@ -234,30 +234,12 @@ static int few_in_place(const cg_plan *p, int64_t kc)
            (runs_pass(p, kc) + p->out_w - 1) / p->out_w + 1 <= FEW_MOST_ROWS;
 }
 
-/* Floats of a padded input row: every pixel an output row's kernel rows
- * reach, from ix = -pad_l. */
-static int64_t padded_row_floats(const cg_plan *p)
-{
-    return ((p->out_w - 1) * p->stride_w + p->kernel_w) * p->cin;
-}
-
 /* Scratch of few_rows: the transposed sums, then a padded input row for
  * each output row a pass touches. */
 static int64_t few_scratch_floats(const cg_plan *p, int64_t kc, const cg_dw_block *blk)
 {
     const int64_t rows = (runs_pass(p, kc) + p->out_w - 1) / p->out_w + 1;
-    return p->row_len * (blk->co_last - blk->co_first) + rows * padded_row_floats(p);
-}
-
-/* dst = input row iy of image n from ix = -pad_l, zeros outside it. */
-static void pad_row(const cg_plan *p, const float *x, int64_t n, int64_t iy, float *dst)
-{
-    const int64_t pixels = padded_row_floats(p) / p->cin;
-    const int64_t lo = min64(pixels, p->pad_l), hi = max64(lo, min64(pixels, p->in_w + p->pad_l));
-    cg_zero_floats(dst, lo * p->cin);
-    cg_copy_floats(dst + lo * p->cin, x + ((n * p->in_h + iy) * p->in_w + lo - p->pad_l) * p->cin,
-                   (hi - lo) * p->cin);
-    cg_zero_floats(dst + hi * p->cin, (pixels - hi) * p->cin);
+    return p->row_len * (blk->co_last - blk->co_first) + rows * cg_padded_row_floats(p);
 }
 
 /* cg_general_rows for few_in_place: per pass and kernel row, a run an
@@ -289,8 +271,8 @@ static void few_rows(const cg_plan *p, const float *dy, const float *x, const cg
                 const int64_t end = min64(r1, row + p->out_w - px.ow);
                 const int64_t iy = px.oh * p->stride_h + kh * p->dil_h - p->pad_u;
                 if (iy >= 0 && iy < p->in_h) {
-                    float *padded = rows + runs * padded_row_floats(p);
-                    pad_row(p, x, px.n, iy, padded);
+                    float *padded = rows + runs * cg_padded_row_floats(p);
+                    cg_pad_row(p, x, px.n, iy, padded);
                     run[runs++] =
                         (cg_gemm_run){padded + px.ow * p->stride_w * p->cin + (j0 - kh * seg),
                                       dy + row * p->cout + blk->co_first, end - row};

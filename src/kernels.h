@@ -66,6 +66,27 @@ static inline void cg_zero_floats(float *dst, int64_t n)
         dst[i] = 0.0f;
 }
 
+/* Floats of an input row padded for kernel rows read in place: every pixel
+ * an output row's kernel rows reach, from ix = -pad_l. */
+static inline int64_t cg_padded_row_floats(const cg_plan *p)
+{
+    return ((p->out_w - 1) * p->stride_w + p->kernel_w) * p->cin;
+}
+
+/* dst = input row iy of image n of x from ix = -pad_l
+ * (cg_padded_row_floats), zeros outside the image. */
+static inline void cg_pad_row(const cg_plan *p, const float *x, int64_t n, int64_t iy, float *dst)
+{
+    const int64_t pixels = cg_padded_row_floats(p) / p->cin;
+    const int64_t lo = pixels < p->pad_l ? pixels : p->pad_l;
+    int64_t hi = p->in_w + p->pad_l < pixels ? p->in_w + p->pad_l : pixels;
+    hi = hi > lo ? hi : lo;
+    cg_zero_floats(dst, lo * p->cin);
+    cg_copy_floats(dst + lo * p->cin, x + ((n * p->in_h + iy) * p->in_w + lo - p->pad_l) * p->cin,
+                   (hi - lo) * p->cin);
+    cg_zero_floats(dst + hi * p->cin, (pixels - hi) * p->cin);
+}
+
 /* Most channels the depthwise kernel takes per block. */
 enum { CG_DEPTHWISE_MAX_BLOCK = 256 };
 #endif
