@@ -831,7 +831,9 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
                          min64(tile_rows, last - row)};
         float *y = jb->out + row * p->cout;
         if (padded) { /* whole kernel rows of the padded copies: a piece each */
+            const int64_t packing = cg_trace_inner_start();
             padded_tables(jb, &tl, pad, tab);
+            cg_trace_inner_end(packing);
             rows_product(jb, pad, tab, segments, tl.count, seg_len, seg_len, p->cin_g, k, p->cout_g,
                          jb->packed_w, b_group, jb->bias, y, p->cout, mem);
         } else {
@@ -1383,19 +1385,6 @@ static cg_status data_columns_core(job *jb, int rank, cg_error *err)
 
 /* ---- bias gradient: rows of dy, then the cores' sums added ------------ */
 
-/* sum[k] += the double sum of rows [r0, r1) of dy's column k (rows ld
- * apart), k < width (a constant once inlined: the sums stay in registers). */
-static inline __attribute__((always_inline)) void
-add_rows(double *sum, const float *dy, int64_t ld, int64_t r0, int64_t r1, const int64_t width)
-{
-    double acc[LINE_FLOATS] = {0};
-    for (int64_t row = r0; row < r1; row++)
-        for (int64_t k = 0; k < width; k++)
-            acc[k] += dy[row * ld + k];
-    for (int64_t k = 0; k < width; k++)
-        sum[k] += acc[k];
-}
-
 /* Sums in double: dy has N*OH*OW terms per channel, too many for float.
  * dy's rows (NHWC: pixels; NCHW: images, each (image, channel) plane) are
  * cut into slices by the shape alone (cg_slices_of), and each slice is
@@ -1410,31 +1399,27 @@ static void bias_slice(const job *jb, int64_t first, int64_t last, double *sum)
     const cg_plan *p = &jb->plan;
     const int64_t plane = p->out_h * p->out_w;
     const float *dy = jb->in0;
+    cg_sum_rows_fn *sum_rows = cg_kernels()->sum_rows;
     for (int64_t c = 0; c < p->cout; c++)
         sum[c] = 0.0;
-    if (jb->nchw) {
+    if (jb->nchw) { /* a plane as rows of LINE_FLOATS columns, their sums added in order */
+        const int64_t whole = plane / LINE_FLOATS, rest = plane % LINE_FLOATS;
         for (int64_t n = first; n < last; n++)
             for (int64_t c = 0; c < p->cout; c++) {
                 const float *run = dy + (n * p->cout + c) * plane;
-                double s = 0.0;
-                for (int64_t i = 0; i < plane; i++)
-                    s += run[i];
-                sum[c] += s;
+                double cols[LINE_FLOATS] = {0};
+                sum_rows(cols, run, LINE_FLOATS, whole, LINE_FLOATS);
+                sum_rows(cols, run + whole * LINE_FLOATS, LINE_FLOATS, 1, rest);
+                for (int k = 0; k < LINE_FLOATS; k++)
+                    sum[c] += cols[k];
             }
         return;
     }
-    /* a chunk of rows (16 KiB) stays in L1 while each block of 16 channels
-     * is summed over it in registers */
+    /* a chunk of rows (16 KiB) stays in L1 while each block of channels is
+     * summed over it in registers */
     const int64_t chunk = max64(1, (16 << 10) / (p->cout * (int64_t)sizeof(float)));
-    for (int64_t r0 = first; r0 < last; r0 += chunk) {
-        const int64_t r1 = min64(last, r0 + chunk);
-        for (int64_t c0 = 0; c0 < p->cout; c0 += LINE_FLOATS) {
-            if (p->cout - c0 >= LINE_FLOATS)
-                add_rows(sum + c0, dy + c0, p->cout, r0, r1, LINE_FLOATS);
-            else
-                add_rows(sum + c0, dy + c0, p->cout, r0, r1, p->cout - c0);
-        }
-    }
+    for (int64_t r0 = first; r0 < last; r0 += chunk)
+        sum_rows(sum, dy + r0 * p->cout, p->cout, min64(last, r0 + chunk) - r0, p->cout);
 }
 
 static cg_status bias_core(job *jb, int rank, cg_error *err)

@@ -272,7 +272,9 @@ static void few_rows(const cg_plan *p, const float *dy, const float *x, const cg
                 const int64_t iy = px.oh * p->stride_h + kh * p->dil_h - p->pad_u;
                 if (iy >= 0 && iy < p->in_h) {
                     float *padded = rows + runs * cg_padded_row_floats(p);
+                    const int64_t packing = cg_trace_inner_start();
                     cg_pad_row(p, x, px.n, iy, padded);
+                    cg_trace_inner_end(packing);
                     run[runs++] =
                         (cg_gemm_run){padded + px.ow * p->stride_w * p->cin + (j0 - kh * seg),
                                       dy + row * p->cout + blk->co_first, end - row};

@@ -1008,6 +1008,34 @@ static void check_f32_to_f16(cg_f32_to_f16_fn *fn, const char *name, cg_isa isa,
     }
 }
 
+/* ---- sum_rows --------------------------------------------------------------- */
+
+/* Exactly the reference's bits (each column one chain of double adds in row
+ * order): rows of 0 to 9, columns of 1 to 40 (below, at and past every
+ * vector and block width), a stride wider than the columns; the sums start
+ * from values of their own, and nothing past column n is written. */
+static void check_sum_rows(cg_sum_rows_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+{
+    (void)isa, (void)mr, (void)nr;
+    cgt_rng rng;
+    cgt_rng_seed(&rng, cgt_base_seed());
+    for (int n = 1; n <= 40; n++)
+        for (int rows = 0; rows <= 9; rows++) {
+            const int ld = n + 3;
+            float *src = malloc(sizeof(float) * (size_t)(rows * ld + 1));
+            double got[41], want[41];
+            for (int i = 0; i < rows * ld + 1; i++)
+                src[i] = (i % ld) < n ? (float)(cgt_rng_sym(&rng) * 1e3) : NAN;
+            for (int k = 0; k <= n; k++)
+                got[k] = want[k] = k < n ? cgt_rng_sym(&rng) : -1.5;
+            fn(got, src, ld, rows, n);
+            cg_f32_sum_rows_ref(want, src, ld, rows, n);
+            cr_assert(memcmp(got, want, sizeof(double) * (size_t)(n + 1)) == 0,
+                      "%s n %d rows %d: not the reference's bits", name, n, rows);
+            free(src);
+        }
+}
+
 /* ---- one test per line of the list -------------------------------------- */
 
 #define CG_KERNEL(slot, name, isa, features, mr, nr)                                               \

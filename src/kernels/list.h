@@ -36,9 +36,9 @@ enum {
  * of nr floats, columns n..nr-1 zero), as the packers (src/kernels.c,
  * src/gemm/packed.c) lay them out; beta is 0 (C is written, never read) or
  * 1; init, where beta is 0, a row every row of C starts from (the forward's
- * bias; NULL: zeros); nothing of C past row m or column n is touched. Along the way the kernel prefetches the cache
- * lines [prefetch, prefetch_end) into L2, one every few steps (a hint for
- * what the caller reads next: NULL, NULL for none). */
+ * bias; NULL: zeros); nothing of C past row m or column n is touched. Along the way the kernel
+ * prefetches the cache lines [prefetch, prefetch_end) into L2, one every few steps (a hint for what
+ * the caller reads next: NULL, NULL for none). */
 typedef void cg_gemm_panel_fn(int m, int n, int k, const float *a, const float *b, float beta,
                               const float *init, float *c, int ldc, const char *prefetch,
                               const char *prefetch_end);
@@ -55,8 +55,7 @@ typedef void cg_gemm_panel_fn(int m, int n, int k, const float *a, const float *
  * hint; nothing of C past row m or column n is touched. */
 typedef void cg_gemm_indirect_fn(int m, int n, int pieces, const int *len, const float *const *a,
                                  int64_t lda, const float *b, float beta, const float *init,
-                                 float *c, int ldc, const char *prefetch,
-                                 const char *prefetch_end);
+                                 float *c, int ldc, const char *prefetch, const char *prefetch_end);
 
 /* The in-place micro-kernel of the weight gradient: both operands read where
  * they lie, in runs (a stretch of an output row through one tap: its steps
@@ -171,6 +170,11 @@ typedef void cg_grouped_pixel_fn(float *restrict out, int64_t ld, const float *r
                                  const float *const *x, const float *restrict w, int64_t taps,
                                  int64_t g, int64_t n, int64_t pixels);
 enum { CG_GROUPED_PIXELS = 8 };
+
+/* Column sums in double (the bias gradient): sum[k] += src[r*ld + k] for
+ * r < rows in row order, k < n: each column's sum one chain of double adds,
+ * so every kernel of the slot gives the same bits. */
+typedef void cg_sum_rows_fn(double *sum, const float *src, int64_t ld, int64_t rows, int64_t n);
 
 /* IEEE binary16 (raw bits, unaligned) <-> float, n values; float -> half
  * rounds to nearest even. */
