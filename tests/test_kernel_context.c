@@ -62,9 +62,10 @@ static const cg_kernel_entry *entry_named(const char *name)
 }
 
 static const char *const slots[] = {
-    "gemm_panel",  "gemm_indirect",  "pack_rows",    "pack_rows_f16", "pack_transposed",
-    "dwconv_rows", "dwconv3x3_rows", "grouped_rows", "outer_rows",    "dwconv_pixel",
-    "dwconv_run",  "grouped_pixel",  "sum_rows",     "f16_to_f32",    "f32_to_f16"};
+    "gemm_panel",      "gemm_indirect", "gemm_runs",      "pack_rows",    "pack_rows_f16",
+    "pack_transposed", "dwconv_rows",   "dwconv3x3_rows", "grouped_rows", "outer_rows",
+    "dwconv_pixel",    "dwconv_run",    "grouped_pixel",  "transpose",    "sum_rows",
+    "f16_to_f32",      "f32_to_f16"};
 
 /* Whether the cap and the CPU allow a line. */
 static int allowed(const cg_kernel_entry *e, cg_isa isa)

@@ -1008,6 +1008,34 @@ static void check_f32_to_f16(cg_f32_to_f16_fn *fn, const char *name, cg_isa isa,
     }
 }
 
+/* ---- transpose ------------------------------------------------------------ */
+
+/* Every element where it belongs, on every shape around the 8 x 8 blocks,
+ * strides wider than the matrices, and nothing else of dst written. */
+static void check_transpose(cg_transpose_fn *fn, const char *name, cg_isa isa, int mr, int nr)
+{
+    (void)isa, (void)mr, (void)nr;
+    for (int rows = 0; rows <= 19; rows++)
+        for (int cols = 0; cols <= 19; cols++) {
+            const int ld_src = cols + 2, ld_dst = rows + 3;
+            float *src = malloc(sizeof(float) * (size_t)(rows * ld_src + 1));
+            float *dst = malloc(sizeof(float) * (size_t)(cols * ld_dst + 1));
+            for (int i = 0; i < rows * ld_src + 1; i++)
+                src[i] = (float)i;
+            for (int i = 0; i < cols * ld_dst + 1; i++)
+                dst[i] = CANARY;
+            fn(dst, ld_dst, src, ld_src, rows, cols);
+            for (int j = 0; j < cols; j++)
+                for (int i = 0; i < ld_dst && j * ld_dst + i < cols * ld_dst + 1; i++) {
+                    const float want = i < rows ? src[i * ld_src + j] : CANARY;
+                    cr_assert(dst[j * ld_dst + i] == want, "%s %dx%d: dst[%d][%d] is %g, want %g",
+                              name, rows, cols, j, i, dst[j * ld_dst + i], want);
+                }
+            free(src);
+            free(dst);
+        }
+}
+
 /* ---- sum_rows --------------------------------------------------------------- */
 
 /* Exactly the reference's bits (each column one chain of double adds in row

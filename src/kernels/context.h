@@ -27,6 +27,7 @@ typedef struct cg_kernel_context {
     cg_dwconv_pixel_fn *dwconv_pixel;
     cg_dwconv_run_fn *dwconv_run;
     cg_grouped_pixel_fn *grouped_pixel;
+    cg_transpose_fn *transpose;
     cg_sum_rows_fn *sum_rows;
     cg_f16_to_f32_fn *f16_to_f32;
     cg_f32_to_f16_fn *f32_to_f16;
@@ -35,7 +36,8 @@ typedef struct cg_kernel_context {
     struct {
         const cg_kernel_entry *gemm_panel, *gemm_indirect, *gemm_runs, *pack_rows, *pack_rows_f16,
             *pack_transposed, *dwconv_rows, *dwconv3x3_rows, *grouped_rows, *outer_rows,
-            *dwconv_pixel, *dwconv_run, *grouped_pixel, *sum_rows, *f16_to_f32, *f32_to_f16;
+            *dwconv_pixel, *dwconv_run, *grouped_pixel, *transpose, *sum_rows, *f16_to_f32,
+            *f32_to_f16;
     } entry;
 } cg_kernel_context;
 

@@ -171,6 +171,11 @@ typedef void cg_grouped_pixel_fn(float *restrict out, int64_t ld, const float *r
                                  int64_t g, int64_t n, int64_t pixels);
 enum { CG_GROUPED_PIXELS = 8 };
 
+/* A transpose: dst[j * ld_dst + i] = src[i * ld_src + j] for i < rows, j <
+ * cols (NCHW's tensors staged as NHWC and back); nothing else written. */
+typedef void cg_transpose_fn(float *dst, int64_t ld_dst, const float *src, int64_t ld_src,
+                             int64_t rows, int64_t cols);
+
 /* Column sums in double (the bias gradient): sum[k] += src[r*ld + k] for
  * r < rows in row order, k < n: each column's sum one chain of double adds,
  * so every kernel of the slot gives the same bits. */

@@ -380,6 +380,28 @@ AVX2 static ALWAYS_INLINE void transpose4(const float *const *p, int64_t j, int6
     }
 }
 
+/* The transpose (kernels/list.h, cg_transpose_fn): 8 x 8 blocks in
+ * registers, the edges a float at a time. */
+AVX2 void cg_f32_transpose_avx2(float *dst, int64_t ld_dst, const float *src, int64_t ld_src,
+                                int64_t rows, int64_t cols)
+{
+    int64_t i = 0;
+    for (; i + 8 <= rows; i += 8) {
+        const float *p[8];
+        for (int k = 0; k < 8; k++)
+            p[k] = src + (i + k) * ld_src;
+        int64_t j = 0;
+        for (; j + 8 <= cols; j += 8)
+            transpose8(p, j, ld_dst, dst + j * ld_dst + i, 0);
+        for (; j < cols; j++)
+            for (int k = 0; k < 8; k++)
+                dst[j * ld_dst + i + k] = p[k][j];
+    }
+    for (; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            dst[j * ld_dst + i] = src[i * ld_src + j];
+}
+
 /* Whether rows [r, r + count) have columns [a, a + n) all inside or all
  * outside their segments. */
 static int whole_rows(const cg_pack_rows *rows, int64_t r, int64_t count, int64_t a, int64_t n)

@@ -104,3 +104,14 @@ void cg_f32_pack_transposed_ref(float *dst, int64_t mr, int64_t m, int64_t n, co
         for (int64_t j = 0; j < n; j++)
             dst[j * mr + r] = r < m ? column(src, 0, rows, r, a + j) : 0.0f;
 }
+
+void cg_f32_transpose_ref(float *dst, int64_t ld_dst, const float *src, int64_t ld_src,
+                          int64_t rows, int64_t cols)
+{
+    enum { BLOCK = 16 }; /* both sides' lines stay in L1 */
+    for (int64_t i0 = 0; i0 < rows; i0 += BLOCK)
+        for (int64_t j0 = 0; j0 < cols; j0 += BLOCK)
+            for (int64_t i = i0; i < rows && i < i0 + BLOCK; i++)
+                for (int64_t j = j0; j < cols && j < j0 + BLOCK; j++)
+                    dst[j * ld_dst + i] = src[i * ld_src + j];
+}
