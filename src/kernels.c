@@ -214,23 +214,28 @@ static void runs_rows(const cg_plan *p, const float *dy, const float *x, const c
 /* ---- a few input channels: kernel rows in place, dw transposed -------- */
 
 /* Where the one group has fewer input channels than a vector (a first
- * layer: the stem's 3) and its taps are adjacent (dilation 1), a pixel's
- * kernel row is one stretch of x, kernel_w * cin floats, and consecutive
- * output pixels' are stride_w * cin floats apart. The gemm_runs kernel then
- * broadcasts a kernel row's floats and loads dy's channels in vectors: it
- * sums dw's transpose ([column][channel]) in the core's scratch, which is
- * transposed into dst once a call (dw is small here: the stem's 37 KB).
- * The input row a run reads is first copied with its padding as zeros, so
- * an output row is one run whatever its edges (the packed path's panels
- * are 48 columns wide for the stem's 147: 4 panels, the last of 3, and its
- * packing was a third of the time). */
+ * layer: the stem's 3), or fewer than two vectors of them and at most
+ * RUNS_MOST_COUT output channels (16 -> 32: the runs' one-vector tiles are
+ * load-bound; this path 1.3-1.4x there, 0.9-0.97x with 128 or more), and
+ * its taps are adjacent (dilation 1), a pixel's kernel row is one stretch
+ * of x, kernel_w * cin floats, and consecutive output pixels' are
+ * stride_w * cin floats apart. The gemm_runs kernel then broadcasts a
+ * kernel row's floats and loads dy's channels in vectors: it sums dw's
+ * transpose ([column][channel]) in the core's scratch, which is transposed
+ * into dst once a call (dw is small here: the stem's 37 KB). The input row
+ * a run reads is first copied with its padding as zeros, so an output row
+ * is one run whatever its edges (the packed path's panels are 48 columns
+ * wide for the stem's 147: 4 panels, the last of 3, and its packing was a
+ * third of the time). */
 enum { FEW_MOST_ROWS = RUNS_MOST }; /* output rows a pass */
 
 static int few_in_place(const cg_plan *p, int64_t kc)
 {
+    const int few =
+        p->cin < RUNS_MIN_CHANNELS || (p->cin < 2 * RUNS_MIN_CHANNELS && p->cout <= RUNS_MOST_COUT);
     return p->dtype_size == sizeof(float) && cg_kernels()->gemm_runs && p->groups == 1 &&
-           p->dil_w == 1 && p->cin < RUNS_MIN_CHANNELS && !cg_outer_rows_fit(p) &&
-           p->cout >= RUNS_MIN_CHANNELS && p->out_w >= RUNS_MIN_WIDTH &&
+           p->dil_w == 1 && few && !cg_outer_rows_fit(p) && p->cout >= RUNS_MIN_CHANNELS &&
+           p->out_w >= RUNS_MIN_WIDTH &&
            (runs_pass(p, kc) + p->out_w - 1) / p->out_w + 1 <= FEW_MOST_ROWS;
 }
 
@@ -306,10 +311,10 @@ static void few_rows(const cg_plan *p, const float *dy, const float *x, const cg
 int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t kc, const cg_dw_block *blk)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    if (grouped_few(plan, blk) || outer_rows(plan, blk) || in_place(plan, kc))
-        return 0; /* their sums stay in registers */
     if (few_in_place(plan, kc))
         return few_scratch_floats(plan, kc, blk);
+    if (grouped_few(plan, blk) || outer_rows(plan, blk) || in_place(plan, kc))
+        return 0; /* their sums stay in registers */
     int64_t s0, s1;
     segments_of(plan, blk->col_first, blk->col_last, &s0, &s1);
     const int64_t tables = 3 * kc * (1 + s1 - s0); /* int64s */
@@ -492,12 +497,12 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
         k->outer_rows(plan, dy, x, blk->group_first, blk->group_last, first, last, beta, dst);
         return;
     }
-    if (in_place(plan, kc)) {
-        runs_rows(plan, dy, x, blk, first, last, kc, beta, dst);
-        return;
-    }
     if (few_in_place(plan, kc)) {
         few_rows(plan, dy, x, blk, first, last, kc, scratch, beta, dst);
+        return;
+    }
+    if (in_place(plan, kc)) {
+        runs_rows(plan, dy, x, blk, first, last, kc, beta, dst);
         return;
     }
     const int64_t mr = bl->mr, nr = bl->nr;
