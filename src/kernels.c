@@ -111,10 +111,10 @@ static int outer_rows(const cg_plan *p, const cg_dw_block *blk)
  * staying in L1 from one tap to the next. The choice depends on the shape
  * alone, so every mask and `_p` take the same path and sum in the same
  * order: each pass (whole output rows) from zero, in row order, padding
- * skipped. Measured against the packed path (in-process A/B, medians of
- * interleaved pairs, the Xeon of the README): r50_3x3_56 1.10x, its batch-1
- * layer 1.05-1.12x; with 128 output channels a group 0.93-0.95x, 1x1 from 64
- * to 256 channels 0.78x, so not there. */
+ * skipped. Measured against the packed path (in-process A/B, medians and
+ * bests of 31 interleaved pairs, the Xeon of the README): r50_3x3_56
+ * 1.04-1.09x, its batch-1 layer 1.04-1.11x; with 128 output channels a group
+ * 0.93-0.95x, 1x1 from 64 to 256 channels 0.78x, so not there. */
 enum {
     RUNS_MIN_CHANNELS = 16, /* a tap's input channels, a vector at least */
     RUNS_MOST_COUT = 64,    /* output channels a group */
