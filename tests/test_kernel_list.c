@@ -36,6 +36,23 @@ static int edge_sizes(int *sizes, const int *base, int n_base, int t)
 
 /* ---- gemm_panel ------------------------------------------------------ */
 
+/* Wrong elements of C (rows m + 1, ldc apart) against want (m x n, sums of
+ * k products of values in [-1, 1]): within the tolerance inside, canaries
+ * untouched past column n and in row m. */
+static int c_wrong(const float *c, int ldc, int m, int n, const double *want, int k)
+{
+    int bad = 0;
+    for (int i = 0; i <= m; i++)
+        for (int j = 0; j < ldc; j++) {
+            const float got = c[i * ldc + j];
+            if (i == m || j >= n)
+                bad += memcmp(&got, &CANARY, sizeof got) != 0;
+            else
+                bad += !(fabs(got - want[i * n + j]) <= 1e-6 * (k + 2));
+        }
+    return bad;
+}
+
 /* How C starts: its own values (beta 1), zeros or a row of init (beta 0:
  * C is NaN, never read). */
 enum { FROM_ZERO, FROM_C, FROM_INIT, STARTS };
@@ -79,19 +96,11 @@ static int gemm_panel_wrong(cg_gemm_panel_fn *fn, int mr, int nr, int m, int n, 
                 old[i * n + j] = beta ? c[i * ldc + j] : init ? init[j] : 0.0;
         }
     fn(m, n, k, a, b, (float)beta, init, c, ldc, (const char *)c, (const char *)(c + ldc));
-    int bad = 0;
-    for (int i = 0; i <= m; i++)
-        for (int j = 0; j < ldc; j++) {
-            const float got = c[i * ldc + j];
-            if (i == m || j >= n) {
-                bad += memcmp(&got, &CANARY, sizeof got) != 0;
-                continue;
-            }
-            double want = old[i * n + j];
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
             for (int p = 0; p < k; p++)
-                want += (double)a[p * mr + i] * b[p * nr + j];
-            bad += !(fabs(got - want) <= 1e-6 * (k + 2)); /* |a|, |b|, |c| <= 1 */
-        }
+                old[i * n + j] += (double)a[p * mr + i] * b[p * nr + j];
+    const int bad = c_wrong(c, ldc, m, n, old, k); /* |a|, |b|, |c| <= 1 */
     free(a);
     free(b);
     free(c);
@@ -169,15 +178,7 @@ static int gemm_indirect_wrong(cg_gemm_indirect_fn *fn, int mr, int nr, int m, i
                     want[i * n + j] += (double)a[q * lda + i][p] * b[(s + p) * nr + j];
     fn(m, n, pieces, len, a, lda, b, (float)beta, init, c, ldc, (const char *)c,
        (const char *)(c + ldc));
-    int bad = 0;
-    for (int i = 0; i <= m; i++)
-        for (int j = 0; j < ldc; j++) {
-            const float got = c[i * ldc + j];
-            if (i == m || j >= n)
-                bad += memcmp(&got, &CANARY, sizeof got) != 0;
-            else
-                bad += !(fabs(got - want[i * n + j]) <= 1e-6 * (k + 2));
-        }
+    const int bad = c_wrong(c, ldc, m, n, want, k);
     free(rows);
     free(zero);
     free(a);
@@ -253,15 +254,7 @@ static int gemm_runs_wrong(cg_gemm_runs_fn *fn, int m, int n, const int *len, in
                 for (int j = 0; j < n; j++)
                     want[i * n + j] += (double)run[q].a[p * lda + i] * run[q].b[p * ldb + j];
     fn(m, n, runs, run, lda, ldb, (float)beta, c, ldc);
-    int bad = 0;
-    for (int i = 0; i <= m; i++)
-        for (int j = 0; j < ldc; j++) {
-            const float got = c[i * ldc + j];
-            if (i == m || j >= n)
-                bad += memcmp(&got, &CANARY, sizeof got) != 0;
-            else
-                bad += !(fabs(got - want[i * n + j]) <= 1e-6 * (k + 2));
-        }
+    const int bad = c_wrong(c, ldc, m, n, want, k);
     for (int q = 0; q < runs; q++)
         free(mem[q][0]), free(mem[q][1]);
     free(c);

@@ -34,6 +34,21 @@ AVX2_FMA static ALWAYS_INLINE void fma_step(const int rows, const int nv, const 
     }
 }
 
+/* acc[r][v] += rows[r][at] * bv[v], r < rows_n: one step of the in-place
+ * kernels, each row's value broadcast from where it lies. */
+AVX2_FMA static ALWAYS_INLINE void rows_step(const int rows_n, const int nv,
+                                             const float *const *rows, int64_t at,
+                                             const __m256 bv[2], __m256 acc[12][2])
+{
+#pragma GCC unroll 8
+    for (int r = 0; r < rows_n; r++) {
+        const __m256 av = _mm256_broadcast_ss(rows[r] + at);
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+}
+
 AVX2_FMA static ALWAYS_INLINE void zero_tile(const int rows, const int nv, __m256 acc[12][2])
 {
 #pragma GCC unroll 12
@@ -172,13 +187,7 @@ AVX2_FMA static ALWAYS_INLINE void indirect_tile(const int rows, const int nv, i
 #pragma GCC unroll 2
             for (int v = 0; v < nv; v++)
                 bv[v] = _mm256_loadu_ps(b + 8 * v);
-#pragma GCC unroll 8
-            for (int r = 0; r < rows; r++) {
-                const __m256 av = _mm256_broadcast_ss(row[r] + p);
-#pragma GCC unroll 2
-                for (int v = 0; v < nv; v++)
-                    acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
-            }
+            rows_step(rows, nv, row, p, bv, acc);
         }
     }
     *prefetch = pf;
@@ -236,13 +245,7 @@ AVX2_FMA static ALWAYS_INLINE void runs_tile(const int rows, const int nv, int r
             for (int v = 0; v < nv; v++)
                 bv[v] =
                     v < nv - 1 ? _mm256_loadu_ps(b + 8 * v) : _mm256_maskload_ps(b + 8 * v, last);
-#pragma GCC unroll 8
-            for (int r = 0; r < rows; r++) {
-                const __m256 av = _mm256_broadcast_ss(row[r] + at);
-#pragma GCC unroll 2
-                for (int v = 0; v < nv; v++)
-                    acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
-            }
+            rows_step(rows, nv, row, at, bv, acc);
         }
     }
     store_tile(rows, nv, m, n, beta, NULL, c, ldc, acc);

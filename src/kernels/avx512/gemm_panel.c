@@ -35,6 +35,20 @@ AVX512F static ALWAYS_INLINE void fma_step(const int rows, const int nv, const f
     }
 }
 
+/* acc[r][v] += rows[r][at] * bv[v], r < ROWS: one step of the in-place
+ * kernels, each row's value broadcast from where it lies. */
+AVX512F static ALWAYS_INLINE void rows_step(const int nv, const float *const *rows, int64_t at,
+                                            const __m512 bv[3], __m512 acc[24][3])
+{
+#pragma GCC unroll 8
+    for (int r = 0; r < ROWS; r++) {
+        const __m512 av = _mm512_set1_ps(rows[r][at]);
+#pragma GCC unroll 3
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+}
+
 AVX512F static ALWAYS_INLINE void zero_tile(const int rows, const int nv, __m512 acc[24][3])
 {
 #pragma GCC unroll 24
@@ -167,13 +181,7 @@ AVX512F static ALWAYS_INLINE void indirect_tile(const int nv, int m, int n, int 
 #pragma GCC unroll 3
             for (int v = 0; v < nv; v++)
                 bv[v] = _mm512_loadu_ps(b + 16 * v);
-#pragma GCC unroll 8
-            for (int r = 0; r < ROWS; r++) {
-                const __m512 av = _mm512_set1_ps(row[r][p]);
-#pragma GCC unroll 3
-                for (int v = 0; v < nv; v++)
-                    acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-            }
+            rows_step(nv, row, p, bv, acc);
         }
     }
     *prefetch = pf;
@@ -233,13 +241,7 @@ AVX512F static ALWAYS_INLINE void runs_tile(const int nv, const int whole, int r
             for (int v = 0; v < nv; v++)
                 bv[v] = whole || v < nv - 1 ? _mm512_loadu_ps(b + 16 * v)
                                             : _mm512_maskz_loadu_ps(last, b + 16 * v);
-#pragma GCC unroll 8
-            for (int r = 0; r < ROWS; r++) {
-                const __m512 av = _mm512_set1_ps(row[r][at]);
-#pragma GCC unroll 3
-                for (int v = 0; v < nv; v++)
-                    acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-            }
+            rows_step(nv, row, at, bv, acc);
         }
     }
     store_tile(ROWS, nv, m, n, beta, NULL, c, ldc, acc);
