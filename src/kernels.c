@@ -122,9 +122,13 @@ enum {
     RUNS_MOST = 72          /* runs a pass and tap */
 };
 
-/* Rows a pass of runs_rows: whole output rows where kc holds one. */
+/* Rows a pass of runs_rows: at most kc, and as many as keep the pass's dy
+ * (a group's channels a row) in three quarters of L1, whole output rows
+ * where that holds one. */
 static int64_t runs_pass(const cg_plan *p, int64_t kc)
 {
+    const int64_t fit = cg_kernels()->l1_bytes * 3 / 4 / (p->cout_g * (int64_t)sizeof(float));
+    kc = max64(1, min64(kc, fit));
     return kc >= p->out_w ? kc / p->out_w * p->out_w : kc;
 }
 
