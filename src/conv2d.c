@@ -1705,15 +1705,10 @@ static const char *const FUNCTION_NAMES[] = {"cg_conv2d_forward", "cg_conv2d_bac
  * NCHW_STAGED_MOST_BYTES in all also keeps NCHW's own path. */
 enum { NCHW_STAGED_MOST_BYTES = 512 << 20, STAGE_PIXELS = 256 };
 
-/* Elements of an activation (channels c) and of w or dw. */
+/* Elements of an activation of c channels (the input's or the output's). */
 static int64_t image_elems(const cg_plan *p, int64_t c, int input)
 {
     return p->batch * c * (input ? p->in_h * p->in_w : p->out_h * p->out_w);
-}
-
-static int64_t weight_elems(const cg_plan *p)
-{
-    return (int64_t)p->dw_elems;
 }
 
 /* The calling core's share of an activation of `channels` and `pixels` an
@@ -1794,7 +1789,7 @@ static void stage(const job *jb, int rank, int in)
 static int64_t staged_floats(cg_conv2d_op op, const cg_plan *p, int64_t *in0, int64_t *in1)
 {
     const int64_t x = image_elems(p, p->cin, 1), y = image_elems(p, p->cout, 0),
-                  w = weight_elems(p);
+                  w = (int64_t)p->dw_elems;
     *in0 = op == CG_CONV2D_BACKWARD_DATA ? y : x;
     *in1 = op == CG_CONV2D_BACKWARD_WEIGHTS ? y : w;
     const int64_t out = op == CG_CONV2D_FORWARD ? y : op == CG_CONV2D_BACKWARD_DATA ? x : w;

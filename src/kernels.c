@@ -132,12 +132,18 @@ static int64_t runs_pass(const cg_plan *p, int64_t kc)
     return kc >= p->out_w ? kc / p->out_w * p->out_w : kc;
 }
 
+/* Output rows a pass touches at most (a pass may start inside one): a run
+ * each per tap. */
+static int64_t pass_output_rows(const cg_plan *p, int64_t kc)
+{
+    return (runs_pass(p, kc) + p->out_w - 1) / p->out_w + 1;
+}
+
 static int in_place(const cg_plan *p, int64_t kc)
 {
     return p->dtype_size == sizeof(float) && cg_kernels()->gemm_runs &&
            p->cin_g >= RUNS_MIN_CHANNELS && p->cout_g <= RUNS_MOST_COUT &&
-           p->out_w >= RUNS_MIN_WIDTH &&
-           (runs_pass(p, kc) + p->out_w - 1) / p->out_w + 1 <= RUNS_MOST;
+           p->out_w >= RUNS_MIN_WIDTH && pass_output_rows(p, kc) <= RUNS_MOST;
 }
 
 /* The runs of rows [r0, r1) of the sum through tap (kh, kw), group g's
@@ -239,16 +245,15 @@ static int few_in_place(const cg_plan *p, int64_t kc)
         p->cin < RUNS_MIN_CHANNELS || (p->cin < 2 * RUNS_MIN_CHANNELS && p->cout <= RUNS_MOST_COUT);
     return p->dtype_size == sizeof(float) && cg_kernels()->gemm_runs && p->groups == 1 &&
            p->dil_w == 1 && few && !cg_outer_rows_fit(p) && p->cout >= RUNS_MIN_CHANNELS &&
-           p->out_w >= RUNS_MIN_WIDTH &&
-           (runs_pass(p, kc) + p->out_w - 1) / p->out_w + 1 <= FEW_MOST_ROWS;
+           p->out_w >= RUNS_MIN_WIDTH && pass_output_rows(p, kc) <= FEW_MOST_ROWS;
 }
 
 /* Scratch of few_rows: the transposed sums, then a padded input row for
  * each output row a pass touches. */
 static int64_t few_scratch_floats(const cg_plan *p, int64_t kc, const cg_dw_block *blk)
 {
-    const int64_t rows = (runs_pass(p, kc) + p->out_w - 1) / p->out_w + 1;
-    return p->row_len * (blk->co_last - blk->co_first) + rows * cg_padded_row_floats(p);
+    return p->row_len * (blk->co_last - blk->co_first) +
+           pass_output_rows(p, kc) * cg_padded_row_floats(p);
 }
 
 /* cg_general_rows for few_in_place: per pass and kernel row, a run an
