@@ -780,7 +780,7 @@ static void padded_tables(const job *jb, const tile *tl, float *pad, int64_t *ta
             int64_t row = 0;
             if (iy >= 0 && iy < p->in_h) {
                 row = copies++ * len;
-                cg_pad_row(p, jb->in0, pos.n, iy, pad + row);
+                cg_pad_row(p, jb->in0, pos.n, iy, 0, p->cin, pad + row);
             }
             for (int64_t i = 0; i < run; i++) {
                 at[kh * count + t + i] = row + (pos.j + i) * p->stride_w * p->cin;

@@ -141,16 +141,88 @@ static int64_t pass_output_rows(const cg_plan *p, int64_t kc)
 
 static int in_place(const cg_plan *p, int64_t kc)
 {
-    return p->dtype_size == sizeof(float) && cg_kernels()->gemm_runs &&
-           p->cin_g >= RUNS_MIN_CHANNELS && p->cout_g <= RUNS_MOST_COUT &&
-           p->out_w >= RUNS_MIN_WIDTH && pass_output_rows(p, kc) <= RUNS_MOST;
+    return cg_kernels()->gemm_runs && p->cin_g >= RUNS_MIN_CHANNELS &&
+           p->cout_g <= RUNS_MOST_COUT && p->out_w >= RUNS_MIN_WIDTH &&
+           pass_output_rows(p, kc) <= RUNS_MOST;
 }
 
-/* The runs of rows [r0, r1) of the sum through tap (kh, kw), group g's
- * channels from co0 in dy and ci0 in x: the stretches of each output row
- * whose source pixel is inside x. Returns their count. */
-static int tap_runs(const cg_plan *p, const float *dy, const float *x, int64_t r0, int64_t r1,
-                    int64_t kh, int64_t kw, int64_t co0, int64_t ci0, cg_gemm_run *run)
+/* fp16 tensors reach the runs as floats: a pass's rows of dy (the block's
+ * channels), and the input rows of its output rows padded (cg_pad_row),
+ * converted into the core's scratch once a pass (x: and kernel row), where
+ * the packed path converted each of them once a pass and tap (hp_ 0.65x
+ * fp_ on the stem's weight gradient with fp32 in place, fp16 packed). The
+ * runs are the fp32 ones, so the two sum the same products in the same
+ * order. */
+static int halves(const cg_plan *p)
+{
+    return p->dtype_size != sizeof(float);
+}
+
+/* Where the runs find dy: row r's first channel of the block at
+ * at + (r - first_row) * step. */
+typedef struct dy_view {
+    const float *at;
+    int64_t first_row, step;
+} dy_view;
+
+/* dy's rows [r0, r1), channels [c0, c0 + cn): in place (fp32), else
+ * converted into buf (pass * cn floats). */
+static dy_view dy_view_of(const cg_plan *p, const void *dy, int64_t r0, int64_t r1, int64_t c0,
+                          int64_t cn, float *buf)
+{
+    if (!halves(p))
+        return (dy_view){(const float *)dy + c0, 0, p->cout};
+    const int64_t packing = cg_trace_inner_start();
+    for (int64_t r = r0; r < r1; r++)
+        cg_load_floats(buf + (r - r0) * cn, dy, r * p->cout + c0, cn, p->dtype_size);
+    cg_trace_inner_end(packing);
+    return (dy_view){buf, r0, cn};
+}
+
+/* Where the runs find x: in place, pixel = cin floats a pixel; or, for
+ * the pass's output row t, a padded copy of its input row at
+ * rows + t * row_floats, channels from c_first, pixel floats a pixel. */
+typedef struct x_view {
+    const float *x, *rows;
+    int64_t row_floats, pixel, c_first;
+} x_view;
+
+/* x's rows for kernel row kh of the pass [r0, r1): in place (fp32), else
+ * each output row's input row, channels [c0, c0 + cn), padded into buf
+ * (pass_output_rows rows of cg_padded_row_pixels * cn floats). */
+static x_view x_view_of(const cg_plan *p, const void *x, int64_t r0, int64_t r1, int64_t kh,
+                        int64_t c0, int64_t cn, float *buf)
+{
+    if (!halves(p))
+        return (x_view){x, NULL, 0, p->cin, 0};
+    const int64_t row_floats = cg_padded_row_pixels(p) * cn, packing = cg_trace_inner_start();
+    int64_t t = 0;
+    for (int64_t row = r0; row < r1; t++) {
+        const cg_pixel px = cg_pixel_of_row(p, row);
+        const int64_t iy = px.oh * p->stride_h + kh * p->dil_h - p->pad_u;
+        if (iy >= 0 && iy < p->in_h)
+            cg_pad_row(p, x, px.n, iy, c0, cn, buf + t * row_floats);
+        row = min64(r1, row + p->out_w - px.ow);
+    }
+    cg_trace_inner_end(packing);
+    return (x_view){NULL, buf, row_floats, cn, c0};
+}
+
+/* Channel c of pixel ix of input row iy of image n, which output row t of
+ * the pass reads. */
+static const float *x_at(const cg_plan *p, const x_view *v, int64_t t, int64_t n, int64_t iy,
+                         int64_t ix, int64_t c)
+{
+    const float *row = v->rows ? v->rows + t * v->row_floats + p->pad_l * v->pixel
+                               : v->x + (n * p->in_h + iy) * p->in_w * v->pixel;
+    return row + ix * v->pixel + (c - v->c_first);
+}
+
+/* The runs of rows [r0, r1) of the sum through tap (kh, kw), x's channels
+ * from ci0: the stretches of each output row whose source pixel is inside
+ * x. Returns their count. */
+static int tap_runs(const cg_plan *p, const dy_view *dy, const x_view *x, int64_t r0, int64_t r1,
+                    int64_t kh, int64_t kw, int64_t ci0, cg_gemm_run *run)
 {
     /* output columns whose tap kw reads inside x: ix = ow*sw + kw*dw - pl */
     const int64_t off = kw * p->dil_w - p->pad_l;
@@ -158,21 +230,27 @@ static int tap_runs(const cg_plan *p, const float *dy, const float *x, int64_t r
     const int64_t ow_hi =
         off >= p->in_w ? 0 : min64(p->out_w, (p->in_w - 1 - off) / p->stride_w + 1);
     int n = 0;
-    for (int64_t row = r0; row < r1;) {
+    for (int64_t row = r0, t = 0; row < r1; t++) {
         const cg_pixel px = cg_pixel_of_row(p, row);
         const int64_t end = min64(r1, row + p->out_w - px.ow);
         const int64_t iy = px.oh * p->stride_h + kh * p->dil_h - p->pad_u;
         const int64_t lo = max64(px.ow, ow_lo), hi = min64(px.ow + (end - row), ow_hi);
         if (iy >= 0 && iy < p->in_h && lo < hi) {
             const int64_t first = row + (lo - px.ow);
-            const int64_t ix = lo * p->stride_w + off;
-            run[n++] =
-                (cg_gemm_run){dy + first * p->cout + co0,
-                              x + ((px.n * p->in_h + iy) * p->in_w + ix) * p->cin + ci0, hi - lo};
+            run[n++] = (cg_gemm_run){dy->at + (first - dy->first_row) * dy->step,
+                                     x_at(p, x, t, px.n, iy, lo * p->stride_w + off, ci0), hi - lo};
         }
         row = end;
     }
     return n;
+}
+
+/* Scratch of runs_rows: none for fp32; fp16's converted dy and padded rows. */
+static int64_t runs_scratch_floats(const cg_plan *p, int64_t kc, const cg_dw_block *blk)
+{
+    return halves(p) ? runs_pass(p, kc) * (blk->co_last - blk->co_first) +
+                           pass_output_rows(p, kc) * cg_padded_row_pixels(p) * p->cin_g
+                     : 0;
 }
 
 /* cg_general_rows on the gemm_runs kernel (in_place). For each pass: a
@@ -180,21 +258,25 @@ static int tap_runs(const cg_plan *p, const float *dy, const float *x, int64_t r
  * chunk stay in L1 from one tap to the next), then the blocks of mr output
  * channels. A chunk is at most a micro-panel wide, shared out in whole
  * vectors (cg_rows_panel). */
-static void runs_rows(const cg_plan *p, const float *dy, const float *x, const cg_dw_block *blk,
-                      int64_t first, int64_t last, int64_t kc, float beta, float *dst)
+static void runs_rows(const cg_plan *p, const void *dy, const void *x, const cg_dw_block *blk,
+                      int64_t first, int64_t last, int64_t kc, float *scratch, float beta,
+                      float *dst)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     cg_gemm_runs_fn *kernel = cg_kernels()->gemm_runs;
     const int64_t m = blk->co_last - blk->co_first, cin_g = p->cin_g;
     const int64_t chunks = (cin_g + bl->nr - 1) / bl->nr;
     const int64_t pass = runs_pass(p, kc);
+    float *dy_buf = scratch, *x_buf = scratch + pass * m; /* fp16's floats */
     cg_gemm_run run[RUNS_MOST], moved[RUNS_MOST];
     for (int64_t r0 = first; r0 < last; r0 += pass) {
         const int64_t r1 = min64(last, r0 + pass);
         const float step_beta = r0 == first ? beta : 1.0f;
         for (int64_t g = blk->group_first; g < blk->group_last; g++) {
             float *dst_g = dst + (g - blk->group_first) * m * p->row_len;
-            for (int64_t kh = 0; kh < p->kernel_h; kh++)
+            const dy_view dyr = dy_view_of(p, dy, r0, r1, g * p->cout_g + blk->co_first, m, dy_buf);
+            for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+                const x_view xr = x_view_of(p, x, r0, r1, kh, g * cin_g, cin_g, x_buf);
                 for (int64_t q = 0; q < chunks; q++) {
                     int64_t c0, width;
                     cg_rows_panel(bl, cin_g, q, &c0, &width);
@@ -205,18 +287,18 @@ static void runs_rows(const cg_plan *p, const float *dy, const float *x, const c
                         const int64_t j1 = min64(blk->col_last, tap * cin_g + c0 + width);
                         if (j0 >= j1)
                             continue;
-                        const int runs =
-                            tap_runs(p, dy, x, r0, r1, kh, kw, g * p->cout_g + blk->co_first,
-                                     g * cin_g + j0 - tap * cin_g, run);
+                        const int runs = tap_runs(p, &dyr, &xr, r0, r1, kh, kw,
+                                                  g * cin_g + j0 - tap * cin_g, run);
                         for (int64_t i = 0; i < m; i += bl->mr) {
                             for (int k = 0; k < runs; k++)
                                 moved[k] = (cg_gemm_run){run[k].a + i, run[k].b, run[k].len};
-                            kernel((int)min64(bl->mr, m - i), (int)(j1 - j0), runs, moved, p->cout,
-                                   p->stride_w * p->cin, step_beta, dst_g + i * p->row_len + j0,
+                            kernel((int)min64(bl->mr, m - i), (int)(j1 - j0), runs, moved, dyr.step,
+                                   p->stride_w * xr.pixel, step_beta, dst_g + i * p->row_len + j0,
                                    (int)p->row_len);
                         }
                     }
                 }
+            }
         }
     }
 }
@@ -236,30 +318,32 @@ static void runs_rows(const cg_plan *p, const float *dy, const float *x, const c
  * a run reads is first copied with its padding as zeros, so an output row
  * is one run whatever its edges (the packed path's panels are 48 columns
  * wide for the stem's 147: 4 panels, the last of 3, and its packing was a
- * third of the time). */
+ * third of the time). fp16's dy is converted a pass at a time, as in
+ * runs_rows. */
 enum { FEW_MOST_ROWS = RUNS_MOST }; /* output rows a pass */
 
 static int few_in_place(const cg_plan *p, int64_t kc)
 {
     const int few =
         p->cin < RUNS_MIN_CHANNELS || (p->cin < 2 * RUNS_MIN_CHANNELS && p->cout <= RUNS_MOST_COUT);
-    return p->dtype_size == sizeof(float) && cg_kernels()->gemm_runs && p->groups == 1 &&
-           p->dil_w == 1 && few && !cg_outer_rows_fit(p) && p->cout >= RUNS_MIN_CHANNELS &&
-           p->out_w >= RUNS_MIN_WIDTH && pass_output_rows(p, kc) <= FEW_MOST_ROWS;
+    return cg_kernels()->gemm_runs && p->groups == 1 && p->dil_w == 1 && few &&
+           !cg_outer_rows_fit(p) && p->cout >= RUNS_MIN_CHANNELS && p->out_w >= RUNS_MIN_WIDTH &&
+           pass_output_rows(p, kc) <= FEW_MOST_ROWS;
 }
 
-/* Scratch of few_rows: the transposed sums, then a padded input row for
- * each output row a pass touches. */
+/* Scratch of few_rows: the transposed sums, a padded input row for each
+ * output row a pass touches, and fp16's converted dy. */
 static int64_t few_scratch_floats(const cg_plan *p, int64_t kc, const cg_dw_block *blk)
 {
-    return p->row_len * (blk->co_last - blk->co_first) +
-           pass_output_rows(p, kc) * cg_padded_row_floats(p);
+    const int64_t co_n = blk->co_last - blk->co_first;
+    return p->row_len * co_n + pass_output_rows(p, kc) * cg_padded_row_floats(p) +
+           (halves(p) ? runs_pass(p, kc) * co_n : 0);
 }
 
 /* cg_general_rows for few_in_place: per pass and kernel row, a run an
  * output row (its input row padded into `rows`), each block of columns of
  * the kernel row against each chunk of the block's channels. */
-static void few_rows(const cg_plan *p, const float *dy, const float *x, const cg_dw_block *blk,
+static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_dw_block *blk,
                      int64_t first, int64_t last, int64_t kc, float *scratch, float beta,
                      float *dst)
 {
@@ -268,11 +352,13 @@ static void few_rows(const cg_plan *p, const float *dy, const float *x, const cg
     const int64_t co_n = blk->co_last - blk->co_first, seg = p->kernel_w * p->cin;
     const int64_t pass = runs_pass(p, kc), chunks = (co_n + bl->nr - 1) / bl->nr;
     float *sums = scratch, *rows = scratch + p->row_len * co_n; /* sums[j][co] */
+    float *dy_buf = rows + pass_output_rows(p, kc) * cg_padded_row_floats(p);
     for (int64_t j = blk->col_first; j < blk->col_last; j++)
         cg_zero_floats(sums + j * co_n, co_n);
     cg_gemm_run run[FEW_MOST_ROWS], moved[FEW_MOST_ROWS];
     for (int64_t r0 = first; r0 < last; r0 += pass) {
         const int64_t r1 = min64(last, r0 + pass);
+        const dy_view dyr = dy_view_of(p, dy, r0, r1, blk->co_first, co_n, dy_buf);
         for (int64_t kh = 0; kh < p->kernel_h; kh++) {
             /* the kernel row's columns in the block */
             const int64_t j0 = max64(blk->col_first, kh * seg);
@@ -287,11 +373,11 @@ static void few_rows(const cg_plan *p, const float *dy, const float *x, const cg
                 if (iy >= 0 && iy < p->in_h) {
                     float *padded = rows + runs * cg_padded_row_floats(p);
                     const int64_t packing = cg_trace_inner_start();
-                    cg_pad_row(p, x, px.n, iy, padded);
+                    cg_pad_row(p, x, px.n, iy, 0, p->cin, padded);
                     cg_trace_inner_end(packing);
                     run[runs++] =
                         (cg_gemm_run){padded + px.ow * p->stride_w * p->cin + (j0 - kh * seg),
-                                      dy + row * p->cout + blk->co_first, end - row};
+                                      dyr.at + (row - dyr.first_row) * dyr.step, end - row};
                 }
                 row = end;
             }
@@ -302,7 +388,7 @@ static void few_rows(const cg_plan *p, const float *dy, const float *x, const cg
                     for (int k = 0; k < runs; k++)
                         moved[k] = (cg_gemm_run){run[k].a + (i - j0), run[k].b + c0, run[k].len};
                     kernel((int)min64(bl->mr, j1 - i), (int)width, runs, moved,
-                           p->stride_w * p->cin, p->cout, 1.0f, sums + i * co_n + c0, (int)co_n);
+                           p->stride_w * p->cin, dyr.step, 1.0f, sums + i * co_n + c0, (int)co_n);
                 }
             }
         }
@@ -322,8 +408,10 @@ int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t kc, const cg_dw_b
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     if (few_in_place(plan, kc))
         return few_scratch_floats(plan, kc, blk);
-    if (grouped_few(plan, blk) || outer_rows(plan, blk) || in_place(plan, kc))
+    if (grouped_few(plan, blk) || outer_rows(plan, blk))
         return 0; /* their sums stay in registers */
+    if (in_place(plan, kc))
+        return runs_scratch_floats(plan, kc, blk);
     int64_t s0, s1;
     segments_of(plan, blk->col_first, blk->col_last, &s0, &s1);
     const int64_t tables = 3 * kc * (1 + s1 - s0); /* int64s */
@@ -511,7 +599,7 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
         return;
     }
     if (in_place(plan, kc)) {
-        runs_rows(plan, dy, x, blk, first, last, kc, beta, dst);
+        runs_rows(plan, dy, x, blk, first, last, kc, scratch, beta, dst);
         return;
     }
     const int64_t mr = bl->mr, nr = bl->nr;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/context.h"
+#include "kernels/geometry.h"
 #include "plan.h"
 
 /* The part of dw a general-path call computes: groups [group_first,
@@ -66,25 +67,36 @@ static inline void cg_zero_floats(float *dst, int64_t n)
         dst[i] = 0.0f;
 }
 
-/* Floats of an input row padded for kernel rows read in place: every pixel
- * an output row's kernel rows reach, from ix = -pad_l. */
-static inline int64_t cg_padded_row_floats(const cg_plan *p)
+/* Pixels of an input row padded for kernel rows read in place: every pixel
+ * an output row's taps reach, from ix = -pad_l. */
+static inline int64_t cg_padded_row_pixels(const cg_plan *p)
 {
-    return ((p->out_w - 1) * p->stride_w + p->kernel_w) * p->cin;
+    return (p->out_w - 1) * p->stride_w + (p->kernel_w - 1) * p->dil_w + 1;
 }
 
-/* dst = input row iy of image n of x from ix = -pad_l
- * (cg_padded_row_floats), zeros outside the image. */
-static inline void cg_pad_row(const cg_plan *p, const float *x, int64_t n, int64_t iy, float *dst)
+/* Floats of such a row with all of x's channels. */
+static inline int64_t cg_padded_row_floats(const cg_plan *p)
 {
-    const int64_t pixels = cg_padded_row_floats(p) / p->cin;
+    return cg_padded_row_pixels(p) * p->cin;
+}
+
+/* dst = channels [c0, c0 + cn) of input row iy of image n of x from
+ * ix = -pad_l (cg_padded_row_pixels), as floats, zeros outside the image. */
+static inline void cg_pad_row(const cg_plan *p, const void *x, int64_t n, int64_t iy, int64_t c0,
+                              int64_t cn, float *dst)
+{
+    const int64_t pixels = cg_padded_row_pixels(p);
     const int64_t lo = pixels < p->pad_l ? pixels : p->pad_l;
     int64_t hi = p->in_w + p->pad_l < pixels ? p->in_w + p->pad_l : pixels;
     hi = hi > lo ? hi : lo;
-    cg_zero_floats(dst, lo * p->cin);
-    cg_copy_floats(dst + lo * p->cin, x + ((n * p->in_h + iy) * p->in_w + lo - p->pad_l) * p->cin,
-                   (hi - lo) * p->cin);
-    cg_zero_floats(dst + hi * p->cin, (pixels - hi) * p->cin);
+    const int64_t at = ((n * p->in_h + iy) * p->in_w + lo - p->pad_l) * p->cin + c0;
+    cg_zero_floats(dst, lo * cn);
+    if (cn == p->cin)
+        cg_load_floats(dst + lo * cn, x, at, (hi - lo) * cn, p->dtype_size);
+    else
+        for (int64_t px = lo; px < hi; px++)
+            cg_load_floats(dst + px * cn, x, at + (px - lo) * p->cin, cn, p->dtype_size);
+    cg_zero_floats(dst + hi * cn, (pixels - hi) * cn);
 }
 
 /* Most channels the depthwise kernel takes per block. */

@@ -1111,7 +1111,11 @@ Test(differential, replay, .timeout = TEST_TIMEOUT)
  * rows long enough for `_s` on two cores to split dw's columns, groups of
  * a few channels packed together (whole groups a core); fp32 and
  * fp16, `_s` on one and two cores and `_p`, with a bias (sums staged) and
- * without (fp32 sums added straight into out_dw). */
+ * without (fp32 sums added straight into out_dw). The shapes of 16 or more
+ * input channels a group and at most 64 output channels (and the stem's)
+ * take the in-place drivers instead (runs_rows, few_rows), fp16's through
+ * converted copies of dy's rows and padded ones of x's: strided, dilated,
+ * grouped, padded on one side, a pass ending inside an output row. */
 Test(differential, packed_driver_edges, .timeout = TEST_TIMEOUT)
 {
     /* clang-format off */
@@ -1125,6 +1129,10 @@ Test(differential, packed_driver_edges, .timeout = TEST_TIMEOUT)
         {.n = 2, .h = 11, .w = 12, .cin = 1, .cout = 1, .kh = 5, .kw = 3, .sh = 2, .sw = 1, .pu = 2, .pd = 2, .pl = 1, .pr = 1},
         {.n = 3, .h = 9, .w = 10, .cin = 32, .cout = 32, .g = 8, .kh = 3, .kw = 3, .pu = 1, .pd = 1, .pl = 1, .pr = 1},
         {.n = 2, .h = 13, .w = 7, .cin = 36, .cout = 60, .g = 12, .kh = 2, .kw = 3, .dh = 2, .pu = 1, .pl = 2},
+        {.n = 2, .h = 23, .w = 21, .cin = 3, .cout = 24, .kh = 7, .kw = 7, .sh = 2, .sw = 2, .pu = 3, .pd = 2, .pl = 3, .pr = 1},
+        {.n = 2, .h = 17, .w = 19, .cin = 48, .cout = 40, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pu = 1, .pl = 1},
+        {.n = 3, .h = 11, .w = 10, .cin = 64, .cout = 64, .g = 2, .kh = 3, .kw = 3, .dw = 2, .pu = 1, .pd = 1, .pl = 2, .pr = 2},
+        {.n = 1, .h = 9, .w = 150, .cin = 16, .cout = 64, .kh = 3, .kw = 3, .pu = 1, .pd = 1, .pl = 1, .pr = 1},
     };
     /* clang-format on */
     static const struct {
