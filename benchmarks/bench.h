@@ -55,10 +55,12 @@ typedef struct stream_result {
 stream_result bench_stream(int threads, int quick);
 /* OpenBLAS sgemm on an n x n x n product with `threads` OpenBLAS threads; restores 1. */
 double bench_sgemm_limit(int n, int threads, int reps);
-/* Medians in microseconds: core_mask_launch of an empty entry, and one sys_bar round. */
+/* Medians in microseconds: core_mask_launch of an empty entry, one sys_bar round, and
+ * the library's whole fixed cost a call (fp_conv_grad_filter_s of one pixel, one
+ * channel: checks, plan, its own launch, barriers and sums). */
 typedef struct overhead_result {
     int mask, cores;
-    double launch_us, bar_us;
+    double launch_us, bar_us, call_us;
     int launches, rounds;
     int ok; /* every launch returned 0 */
 } overhead_result;

@@ -93,18 +93,24 @@ enum fma_kind { FMA_512, FMA_256, FMA_SCALAR };
 static double flops_per_iter(enum fma_kind k)
 {
     switch (k) {
-    case FMA_512: return FMA512_ACC * 16.0 * 2.0;
-    case FMA_256: return FMA256_ACC * 8.0 * 2.0;
-    default: return 8.0 * 2.0;
+    case FMA_512:
+        return FMA512_ACC * 16.0 * 2.0;
+    case FMA_256:
+        return FMA256_ACC * 8.0 * 2.0;
+    default:
+        return 8.0 * 2.0;
     }
 }
 
 static float run_fma(enum fma_kind k, long iters)
 {
     switch (k) {
-    case FMA_512: return fma_loop_avx512(iters);
-    case FMA_256: return fma_loop_avx2(iters);
-    default: return fma_loop_scalar(iters);
+    case FMA_512:
+        return fma_loop_avx512(iters);
+    case FMA_256:
+        return fma_loop_avx2(iters);
+    default:
+        return fma_loop_scalar(iters);
     }
 }
 
@@ -347,8 +353,12 @@ static void stream_work(void *arg, int t, int threads)
             j->c[i] = 2.0f;
         }
         break;
-    case STREAM_COPY: stream_copy(j->a + lo, j->b + lo, n); break;
-    case STREAM_TRIAD: stream_triad(j->a + lo, j->b + lo, j->c + lo, 3.0f, n); break;
+    case STREAM_COPY:
+        stream_copy(j->a + lo, j->b + lo, n);
+        break;
+    case STREAM_TRIAD:
+        stream_triad(j->a + lo, j->b + lo, j->c + lo, 3.0f, n);
+        break;
     }
 }
 
@@ -461,7 +471,8 @@ overhead_result bench_overhead(int mask, int quick)
     for (int i = 0; i < 5; ++i)
         if (core_mask_launch(mask, empty_entry, NULL) != 0)
             o.ok = 0;
-    double *t = malloc(sizeof(double) * (size_t)(o.launches > o.rounds * 3 ? o.launches : o.rounds * 3));
+    double *t =
+        malloc(sizeof(double) * (size_t)(o.launches > o.rounds * 3 ? o.launches : o.rounds * 3));
     for (int i = 0; i < o.launches; ++i) {
         double t0 = bench_now();
         if (core_mask_launch(mask, empty_entry, NULL) != 0)
@@ -483,6 +494,26 @@ overhead_result bench_overhead(int mask, int quick)
             t[nt++] = stamps[r + 1] - stamps[r];
     }
     o.bar_us = nt ? bench_median(t, nt) * 1e6 : 0.0;
+
+    /* the operator on one pixel: all its cost is fixed */
+    ConvParameter p;
+    memset(&p, 0, sizeof p);
+    p.output_batch_ = p.input_batch_ = 1;
+    p.input_h_ = p.input_w_ = p.output_h_ = p.output_w_ = 1;
+    p.input_channel_ = p.output_channel_ = p.kernel_h_ = p.kernel_w_ = p.group_ = 1;
+    p.dilation_h_ = p.dilation_w_ = p.stride_h_ = p.stride_w_ = 1;
+    p.buffer_size_ = 1 << 16;
+    float one[1] = {1.0f}, dw[1];
+    p.workspace_ = malloc(cg_grad_filter_workspace_bytes(&p, mask, sizeof(float)));
+    for (int i = 0; i < o.launches + 5; ++i) {
+        double t0 = bench_now();
+        if (!p.workspace_ || cg_fp_conv_grad_filter_s(one, one, dw, NULL, &p, mask) != CG_OK)
+            o.ok = 0;
+        if (i >= 5)
+            t[i - 5] = bench_now() - t0;
+    }
+    o.call_us = bench_median(t, o.launches) * 1e6;
+    free(p.workspace_);
     free(stamps);
     free(t);
     return o;

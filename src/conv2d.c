@@ -1911,7 +1911,7 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
                                          .kc_forced = tile_rows,
                                          .core_mask = core_mask,
                                          .core_num = jb.members};
-    s = cm_run(core_mask, core_entry, &jb, err);
+    s = cm_run_here(core_mask, core_entry, &jb, err);
     return s != CG_OK ? s : jb.status;
 }
 

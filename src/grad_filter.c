@@ -419,7 +419,7 @@ static cg_status grad_filter_shared(const void *dy, const void *x, void *out_dw,
     c.w.core_num = GetCoreNum(core_mask);
     int id = get_core_id();
     if (id < 0) { /* host mode: run the cores ourselves */
-        s = cm_run(core_mask, shared_entry, &c, err);
+        s = cm_run_here(core_mask, shared_entry, &c, err);
         return s != CG_OK ? s : c.status;
     }
     /* SPMD mode: every core of core_mask is already here */

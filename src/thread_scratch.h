@@ -9,4 +9,10 @@
 /* At least `floats` floats, 64-byte aligned, or NULL when memory ran out
  * (the old space, if any, is kept). */
 float *cg_thread_floats(size_t floats);
+
+/* While the calling thread runs emulated core `core`'s share of a launch
+ * (cm_run_here), cg_thread_floats gives that core's space, not the thread's
+ * own, which may hold the call's staged tensors; -1 returns to its own.
+ * A core belongs to one launch at a time, so its space has one user. */
+void cg_thread_floats_as_core(int core);
 #endif

@@ -41,6 +41,7 @@
 #include "core_mask/core_mask_internal.h"
 #include "fault.h"
 #include "status.h"
+#include "thread_scratch.h"
 #include "trace.h"
 
 enum {
@@ -486,9 +487,10 @@ static cm_launch *prepare(uint32_t m, void (*entry)(void *), void *arg)
     return L;
 }
 
-static void dispatch(cm_launch *L)
+/* Hands L to the cores of `cores` (L's mask, or all of it but a joined core). */
+static void dispatch(cm_launch *L, uint32_t cores)
 {
-    for (uint32_t m = L->mask; m; m &= m - 1) {
+    for (uint32_t m = cores; m; m &= m - 1) {
         cm_core *c = &g_core[__builtin_ctz(m)];
         pthread_mutex_lock(&c->mu);
         c->job = L;
@@ -498,10 +500,27 @@ static void dispatch(cm_launch *L)
     }
 }
 
-/* The launcher spins only if it and every core can have a CPU each. */
-static void wait_done(cm_launch *L)
+/* The calling thread runs core `core`'s share of L itself (cm_run_here), as
+ * that core: its id, barriers and scratch, its own thread scratch kept apart
+ * (it may hold the call's staged tensors). */
+static void run_joined(cm_launch *L, int core)
 {
-    for (int i = 0; L->ncores < g_ncpu && i < CM_SPIN; i++) {
+    tls_core = core;
+    tls_launch = L;
+    cg_thread_floats_as_core(core);
+    cg_trace_waited_since(L->dispatched);
+    L->entry(L->arg);
+    cg_thread_floats_as_core(-1);
+    tls_launch = NULL;
+    tls_core = -1;
+    atomic_fetch_sub_explicit(&L->remaining, 1, memory_order_acq_rel);
+}
+
+/* The launcher spins only if it and every core still on its own thread can
+ * have a CPU each (`joined`: 1 when the launcher ran a core's share). */
+static void wait_done(cm_launch *L, int joined)
+{
+    for (int i = 0; L->ncores - joined < g_ncpu && i < CM_SPIN; i++) {
         if (atomic_load_explicit(&L->remaining, memory_order_acquire) == 0)
             return;
         cpu_relax();
@@ -512,7 +531,8 @@ static void wait_done(cm_launch *L)
     pthread_mutex_unlock(&L->done_mu);
 }
 
-cg_status cm_run(int core_mask, void (*entry)(void *arg), void *arg, cg_error *err)
+/* cm_run, and cm_run_here when `join`. */
+static cg_status run(int core_mask, void (*entry)(void *arg), void *arg, bool join, cg_error *err)
 {
     uint32_t m = (uint32_t)core_mask;
     if (m == 0)
@@ -533,13 +553,26 @@ cg_status cm_run(int core_mask, void (*entry)(void *arg), void *arg, cg_error *e
         return s;
     }
     cm_launch *L = prepare(m, entry, arg);
+    join = join && tls_launch == NULL; /* a core's own calls are SPMD: no launch */
     cg_trace_begin(m);
     L->dispatched = cg_trace_on ? cg_trace_wall_ns() : 0;
-    dispatch(L);
-    wait_done(L);
+    dispatch(L, join ? m & (m - 1) : m);
+    if (join)
+        run_joined(L, __builtin_ctz(m));
+    wait_done(L, join);
     cg_trace_flush(m);
     release(m);
     return CG_OK;
+}
+
+cg_status cm_run(int core_mask, void (*entry)(void *arg), void *arg, cg_error *err)
+{
+    return run(core_mask, entry, arg, false, err);
+}
+
+cg_status cm_run_here(int core_mask, void (*entry)(void *arg), void *arg, cg_error *err)
+{
+    return run(core_mask, entry, arg, true, err);
 }
 
 CG_API int core_mask_launch(int core_mask, void (*entry)(void *arg), void *arg)
