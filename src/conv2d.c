@@ -752,7 +752,9 @@ static int forward_padded(const job *jb)
 {
     const cg_plan *p = &jb->plan;
     return p->groups == 1 && p->dil_w == 1 && p->cin < CG_INDIRECT_MIN_PIECE &&
-           p->kernel_w * p->cin >= CG_INDIRECT_MIN_PIECE && cg_gemm_blocking_here()->indirect;
+           p->kernel_w * p->cin >= CG_INDIRECT_MIN_PIECE && cg_gemm_blocking_here()->indirect &&
+           /* an output row past the forward formula's would copy far past x */
+           cg_padded_row_pixels(p) <= 2 * (p->pad_l + p->in_w + p->kernel_w);
 }
 
 /* Padded input rows a tile of `count` pixels takes: one an output row it
@@ -780,7 +782,7 @@ static void padded_tables(const job *jb, const tile *tl, float *pad, int64_t *ta
             int64_t row = 0;
             if (iy >= 0 && iy < p->in_h) {
                 row = copies++ * len;
-                cg_pad_row(p, jb->in0, pos.n, iy, 0, p->cin, pad + row);
+                cg_pad_row(p, jb->in0, pos.n, iy, pad + row);
             }
             for (int64_t i = 0; i < run; i++) {
                 at[kh * count + t + i] = row + (pos.j + i) * p->stride_w * p->cin;

@@ -139,23 +139,32 @@ static int64_t pass_output_rows(const cg_plan *p, int64_t kc)
     return (runs_pass(p, kc) + p->out_w - 1) / p->out_w + 1;
 }
 
+/* Whether a pass's copies of input rows, `floats` each, fit in L2 (fp16's,
+ * and few_rows' padded ones): a row as wide as the contract allows would
+ * ask for gigabytes of scratch (an output row is taken as given, so a
+ * padded one can reach far past x). */
+static int row_copies_fit(const cg_plan *p, int64_t kc, int64_t floats)
+{
+    return pass_output_rows(p, kc) * floats <= cg_kernels()->l2_bytes / (int64_t)sizeof(float);
+}
+
+/* fp16 tensors reach the runs as floats: a pass's rows of dy (the block's
+ * channels), and the input rows of its output rows, converted into the
+ * core's scratch once a pass (x: and kernel row), where the packed path
+ * converted each of them once a pass and tap (hp_ 0.65x fp_ on the stem's
+ * weight gradient with fp32 in place, fp16 packed). The runs are the fp32
+ * ones, so the two sum the same products in the same order. */
+static int halves(const cg_plan *p)
+{
+    return p->dtype_size != sizeof(float);
+}
+
 static int in_place(const cg_plan *p, int64_t kc)
 {
     return cg_kernels()->gemm_runs && p->cin_g >= RUNS_MIN_CHANNELS &&
            p->cout_g <= RUNS_MOST_COUT && p->out_w >= RUNS_MIN_WIDTH &&
-           pass_output_rows(p, kc) <= RUNS_MOST;
-}
-
-/* fp16 tensors reach the runs as floats: a pass's rows of dy (the block's
- * channels), and the input rows of its output rows padded (cg_pad_row),
- * converted into the core's scratch once a pass (x: and kernel row), where
- * the packed path converted each of them once a pass and tap (hp_ 0.65x
- * fp_ on the stem's weight gradient with fp32 in place, fp16 packed). The
- * runs are the fp32 ones, so the two sum the same products in the same
- * order. */
-static int halves(const cg_plan *p)
-{
-    return p->dtype_size != sizeof(float);
+           pass_output_rows(p, kc) <= RUNS_MOST &&
+           (!halves(p) || row_copies_fit(p, kc, p->in_w * p->cin_g));
 }
 
 /* Where the runs find dy: row r's first channel of the block at
@@ -180,28 +189,32 @@ static dy_view dy_view_of(const cg_plan *p, const void *dy, int64_t r0, int64_t 
 }
 
 /* Where the runs find x: in place, pixel = cin floats a pixel; or, for
- * the pass's output row t, a padded copy of its input row at
- * rows + t * row_floats, channels from c_first, pixel floats a pixel. */
+ * the pass's output row t, a copy of its input row at rows + t * row_floats,
+ * channels from c_first, pixel floats a pixel. */
 typedef struct x_view {
     const float *x, *rows;
     int64_t row_floats, pixel, c_first;
 } x_view;
 
 /* x's rows for kernel row kh of the pass [r0, r1): in place (fp32), else
- * each output row's input row, channels [c0, c0 + cn), padded into buf
- * (pass_output_rows rows of cg_padded_row_pixels * cn floats). */
+ * each output row's input row, channels [c0, c0 + cn), converted into buf
+ * (pass_output_rows rows of in_w * cn floats; the runs never reach the
+ * padding). */
 static x_view x_view_of(const cg_plan *p, const void *x, int64_t r0, int64_t r1, int64_t kh,
                         int64_t c0, int64_t cn, float *buf)
 {
     if (!halves(p))
         return (x_view){x, NULL, 0, p->cin, 0};
-    const int64_t row_floats = cg_padded_row_pixels(p) * cn, packing = cg_trace_inner_start();
+    const int64_t row_floats = p->in_w * cn, packing = cg_trace_inner_start();
     int64_t t = 0;
     for (int64_t row = r0; row < r1; t++) {
         const cg_pixel px = cg_pixel_of_row(p, row);
         const int64_t iy = px.oh * p->stride_h + kh * p->dil_h - p->pad_u;
-        if (iy >= 0 && iy < p->in_h)
-            cg_pad_row(p, x, px.n, iy, c0, cn, buf + t * row_floats);
+        const int64_t at = (px.n * p->in_h + iy) * p->in_w * p->cin + c0;
+        const int64_t pieces = cn == p->cin ? 1 : p->in_w; /* the whole row, or a pixel's */
+        for (int64_t i = 0; iy >= 0 && iy < p->in_h && i < pieces; i++)
+            cg_load_floats(buf + t * row_floats + i * cn, x, at + i * p->cin, row_floats / pieces,
+                           p->dtype_size);
         row = min64(r1, row + p->out_w - px.ow);
     }
     cg_trace_inner_end(packing);
@@ -213,8 +226,8 @@ static x_view x_view_of(const cg_plan *p, const void *x, int64_t r0, int64_t r1,
 static const float *x_at(const cg_plan *p, const x_view *v, int64_t t, int64_t n, int64_t iy,
                          int64_t ix, int64_t c)
 {
-    const float *row = v->rows ? v->rows + t * v->row_floats + p->pad_l * v->pixel
-                               : v->x + (n * p->in_h + iy) * p->in_w * v->pixel;
+    const float *row =
+        v->rows ? v->rows + t * v->row_floats : v->x + (n * p->in_h + iy) * p->in_w * v->pixel;
     return row + ix * v->pixel + (c - v->c_first);
 }
 
@@ -249,7 +262,7 @@ static int tap_runs(const cg_plan *p, const dy_view *dy, const x_view *x, int64_
 static int64_t runs_scratch_floats(const cg_plan *p, int64_t kc, const cg_dw_block *blk)
 {
     return halves(p) ? runs_pass(p, kc) * (blk->co_last - blk->co_first) +
-                           pass_output_rows(p, kc) * cg_padded_row_pixels(p) * p->cin_g
+                           pass_output_rows(p, kc) * p->in_w * p->cin_g
                      : 0;
 }
 
@@ -267,7 +280,7 @@ static void runs_rows(const cg_plan *p, const void *dy, const void *x, const cg_
     const int64_t m = blk->co_last - blk->co_first, cin_g = p->cin_g;
     const int64_t chunks = (cin_g + bl->nr - 1) / bl->nr;
     const int64_t pass = runs_pass(p, kc);
-    float *dy_buf = scratch, *x_buf = scratch + pass * m; /* fp16's floats */
+    float *dy_buf = scratch, *x_buf = halves(p) ? scratch + pass * m : NULL; /* fp16 only */
     cg_gemm_run run[RUNS_MOST], moved[RUNS_MOST];
     for (int64_t r0 = first; r0 < last; r0 += pass) {
         const int64_t r1 = min64(last, r0 + pass);
@@ -328,7 +341,8 @@ static int few_in_place(const cg_plan *p, int64_t kc)
         p->cin < RUNS_MIN_CHANNELS || (p->cin < 2 * RUNS_MIN_CHANNELS && p->cout <= RUNS_MOST_COUT);
     return cg_kernels()->gemm_runs && p->groups == 1 && p->dil_w == 1 && few &&
            !cg_outer_rows_fit(p) && p->cout >= RUNS_MIN_CHANNELS && p->out_w >= RUNS_MIN_WIDTH &&
-           pass_output_rows(p, kc) <= FEW_MOST_ROWS;
+           pass_output_rows(p, kc) <= FEW_MOST_ROWS &&
+           row_copies_fit(p, kc, cg_padded_row_floats(p));
 }
 
 /* Scratch of few_rows: the transposed sums, a padded input row for each
@@ -373,7 +387,7 @@ static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_d
                 if (iy >= 0 && iy < p->in_h) {
                     float *padded = rows + runs * cg_padded_row_floats(p);
                     const int64_t packing = cg_trace_inner_start();
-                    cg_pad_row(p, x, px.n, iy, 0, p->cin, padded);
+                    cg_pad_row(p, x, px.n, iy, padded);
                     cg_trace_inner_end(packing);
                     run[runs++] =
                         (cg_gemm_run){padded + px.ow * p->stride_w * p->cin + (j0 - kh * seg),

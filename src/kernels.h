@@ -80,23 +80,18 @@ static inline int64_t cg_padded_row_floats(const cg_plan *p)
     return cg_padded_row_pixels(p) * p->cin;
 }
 
-/* dst = channels [c0, c0 + cn) of input row iy of image n of x from
- * ix = -pad_l (cg_padded_row_pixels), as floats, zeros outside the image. */
-static inline void cg_pad_row(const cg_plan *p, const void *x, int64_t n, int64_t iy, int64_t c0,
-                              int64_t cn, float *dst)
+/* dst = input row iy of image n of x from ix = -pad_l (cg_padded_row_floats),
+ * as floats (fp16 converted), zeros outside the image. */
+static inline void cg_pad_row(const cg_plan *p, const void *x, int64_t n, int64_t iy, float *dst)
 {
     const int64_t pixels = cg_padded_row_pixels(p);
     const int64_t lo = pixels < p->pad_l ? pixels : p->pad_l;
     int64_t hi = p->in_w + p->pad_l < pixels ? p->in_w + p->pad_l : pixels;
     hi = hi > lo ? hi : lo;
-    const int64_t at = ((n * p->in_h + iy) * p->in_w + lo - p->pad_l) * p->cin + c0;
-    cg_zero_floats(dst, lo * cn);
-    if (cn == p->cin)
-        cg_load_floats(dst + lo * cn, x, at, (hi - lo) * cn, p->dtype_size);
-    else
-        for (int64_t px = lo; px < hi; px++)
-            cg_load_floats(dst + px * cn, x, at + (px - lo) * p->cin, cn, p->dtype_size);
-    cg_zero_floats(dst + hi * cn, (pixels - hi) * cn);
+    cg_zero_floats(dst, lo * p->cin);
+    cg_load_floats(dst + lo * p->cin, x, ((n * p->in_h + iy) * p->in_w + lo - p->pad_l) * p->cin,
+                   (hi - lo) * p->cin, p->dtype_size);
+    cg_zero_floats(dst + hi * p->cin, (pixels - hi) * p->cin);
 }
 
 /* Most channels the depthwise kernel takes per block. */
