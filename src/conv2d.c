@@ -753,8 +753,7 @@ static int forward_padded(const job *jb)
     const cg_plan *p = &jb->plan;
     return p->groups == 1 && p->dil_w == 1 && p->cin < CG_INDIRECT_MIN_PIECE &&
            p->kernel_w * p->cin >= CG_INDIRECT_MIN_PIECE && cg_gemm_blocking_here()->indirect &&
-           /* an output row past the forward formula's would copy far past x */
-           cg_padded_row_pixels(p) <= 2 * (p->pad_l + p->in_w + p->kernel_w);
+           cg_padded_row_near_x(p);
 }
 
 /* Padded input rows a tile of `count` pixels takes: one an output row it

@@ -139,13 +139,12 @@ static int64_t pass_output_rows(const cg_plan *p, int64_t kc)
     return (runs_pass(p, kc) + p->out_w - 1) / p->out_w + 1;
 }
 
-/* Whether a pass's copies of input rows, `floats` each, fit in L2 (fp16's,
- * and few_rows' padded ones): a row as wide as the contract allows would
- * ask for gigabytes of scratch (an output row is taken as given, so a
- * padded one can reach far past x). */
-static int row_copies_fit(const cg_plan *p, int64_t kc, int64_t floats)
+/* Whether fp16's copies of a pass's input rows (runs_rows: in_w * cin_g
+ * floats each) stay in L2, so the runs read them from cache. */
+static int row_copies_fit(const cg_plan *p, int64_t kc)
 {
-    return pass_output_rows(p, kc) * floats <= cg_kernels()->l2_bytes / (int64_t)sizeof(float);
+    return pass_output_rows(p, kc) * p->in_w * p->cin_g <=
+           cg_kernels()->l2_bytes / (int64_t)sizeof(float);
 }
 
 /* fp16 tensors reach the runs as floats: a pass's rows of dy (the block's
@@ -163,8 +162,7 @@ static int in_place(const cg_plan *p, int64_t kc)
 {
     return cg_kernels()->gemm_runs && p->cin_g >= RUNS_MIN_CHANNELS &&
            p->cout_g <= RUNS_MOST_COUT && p->out_w >= RUNS_MIN_WIDTH &&
-           pass_output_rows(p, kc) <= RUNS_MOST &&
-           (!halves(p) || row_copies_fit(p, kc, p->in_w * p->cin_g));
+           pass_output_rows(p, kc) <= RUNS_MOST && (!halves(p) || row_copies_fit(p, kc));
 }
 
 /* Where the runs find dy: row r's first channel of the block at
@@ -258,7 +256,7 @@ static int tap_runs(const cg_plan *p, const dy_view *dy, const x_view *x, int64_
     return n;
 }
 
-/* Scratch of runs_rows: none for fp32; fp16's converted dy and padded rows. */
+/* Scratch of runs_rows: none for fp32; fp16's converted dy and x rows. */
 static int64_t runs_scratch_floats(const cg_plan *p, int64_t kc, const cg_dw_block *blk)
 {
     return halves(p) ? runs_pass(p, kc) * (blk->co_last - blk->co_first) +
@@ -341,8 +339,7 @@ static int few_in_place(const cg_plan *p, int64_t kc)
         p->cin < RUNS_MIN_CHANNELS || (p->cin < 2 * RUNS_MIN_CHANNELS && p->cout <= RUNS_MOST_COUT);
     return cg_kernels()->gemm_runs && p->groups == 1 && p->dil_w == 1 && few &&
            !cg_outer_rows_fit(p) && p->cout >= RUNS_MIN_CHANNELS && p->out_w >= RUNS_MIN_WIDTH &&
-           pass_output_rows(p, kc) <= FEW_MOST_ROWS &&
-           row_copies_fit(p, kc, cg_padded_row_floats(p));
+           pass_output_rows(p, kc) <= FEW_MOST_ROWS && cg_padded_row_near_x(p);
 }
 
 /* Scratch of few_rows: the transposed sums, a padded input row for each

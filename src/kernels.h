@@ -74,6 +74,14 @@ static inline int64_t cg_padded_row_pixels(const cg_plan *p)
     return (p->out_w - 1) * p->stride_w + (p->kernel_w - 1) * p->dil_w + 1;
 }
 
+/* Whether such a row stays near x: an output row is taken as given, so past
+ * the forward formula's it can reach far beyond the image (the fuzzers
+ * found rows of gigabytes); those shapes take paths that copy no rows. */
+static inline int cg_padded_row_near_x(const cg_plan *p)
+{
+    return cg_padded_row_pixels(p) <= 2 * (p->pad_l + p->in_w + p->kernel_w);
+}
+
 /* Floats of such a row with all of x's channels. */
 static inline int64_t cg_padded_row_floats(const cg_plan *p)
 {

@@ -17,7 +17,8 @@ static int g_key_ok;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 static _Thread_local space tls_own;
 static _Thread_local space *tls_used; /* NULL: tls_own */
-/* the spaces of cores whose share a caller ran, kept as the pool's threads are */
+/* the spaces of cores whose share a caller ran (one a core_mask bit), kept
+ * as the pool's threads are */
 static space g_core_space[32];
 
 static void make_key(void)
