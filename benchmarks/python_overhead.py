@@ -107,7 +107,7 @@ def timed(f):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench", required=True, help="the convgrad-bench executable")
-    ap.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default %(default)s)")
+    ap.add_argument("--rounds", type=int, default=41, help="interleaved rounds (default %(default)s)")
     ap.add_argument("--layers", help="a,b,c: only these layers")
     ap.add_argument("--csv", help="write the table here too")
     a = ap.parse_args()
