@@ -26,6 +26,7 @@ each run's loss falls; otherwise that both reach >= 90% test accuracy within
 """
 import argparse
 import csv
+import ctypes
 import gzip
 import math
 import os
@@ -40,21 +41,6 @@ import time
 # runs wait passively unless the environment says otherwise.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-
-def keep_freed_memory():
-    """glibc hands a freed block of 128 KiB or more back to the kernel (its
-    mmap and trim thresholds), so each step's fresh activations are faulted in
-    page by page again: about 10 MB a step, over a million page faults in a
-    run, in both runs alike. Raising the thresholds keeps the heap's pages; it
-    is set once, before either run."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None)
-        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
-        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass  # not glibc: its allocator keeps its own policy
-
 import numpy as np  # noqa: E402 (after the OpenMP policy: it is read at torch's start)
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -65,6 +51,20 @@ import convgrad.torch  # noqa: E402
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
 MEAN, STD = 0.2860, 0.3530  # of the training images
 IMPLEMENTATIONS = ("torch", "convgrad")
+
+
+def keep_freed_memory():
+    """glibc hands a freed block of 128 KiB or more back to the kernel (its
+    mmap and trim thresholds), so each step's fresh activations are faulted in
+    page by page again: about 10 MB a step, over a million page faults in a
+    run, in both runs alike. Raising the thresholds keeps the heap's pages; it
+    is set once, before either run."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
+        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass  # not glibc: its allocator keeps its own policy
 
 
 def parse_args():
