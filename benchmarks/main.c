@@ -43,6 +43,7 @@
  * targets judge. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -75,7 +76,7 @@ static const double SLOW_BUDGET_S = 12.0;  /* timed seconds per implementation a
 static const double TRAIN_BUDGET_S = 6.0;  /* the same, training-step runners */
 /* After a multi-threaded peer's run: OpenBLAS's idle threads spin for ~100 ms
  * (oneDNN's OpenMP ones for well under 25 ms) before they sleep, and would take
- * CPU from the next measurement. */
+ * CPU from the next measurement. The pause keeps every CPU busy (bench_settle_ms). */
 static const double SETTLE_MS = 120.0;
 
 const char *impl_label(int impl, int dtype)
@@ -121,13 +122,33 @@ double bench_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void bench_sleep_ms(double ms)
+/* Spins until the monotonic time `*until`. */
+static void *keep_busy(void *until)
 {
-    struct timespec ts;
-    ts.tv_sec = (time_t)(ms / 1000.0);
-    ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1000.0) * 1e6);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    while (bench_now() < *(const double *)until) {
+        for (volatile int i = 0; i < 4096; i++) {
+        }
     }
+    return NULL;
+}
+
+/* Waits ms with every CPU busy: on the virtual machines measured here a CPU
+ * left idle for 120 ms came back slowly (the next 2-core call's threads
+ * started up to 1 ms late and lost CPU time for milliseconds after), which
+ * made whatever ran after the pause slower than in a training loop. */
+void bench_settle_ms(double ms)
+{
+    enum { MOST_HELPERS = 255 };
+    pthread_t helper[MOST_HELPERS];
+    double until = bench_now() + ms * 1e-3;
+    int want = tool_online_cpus() - 1, n = 0;
+    if (want > MOST_HELPERS)
+        want = MOST_HELPERS;
+    while (n < want && pthread_create(&helper[n], NULL, keep_busy, &until) == 0)
+        n++;
+    keep_busy(&until);
+    while (n > 0)
+        pthread_join(helper[--n], NULL);
 }
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -314,7 +335,8 @@ static void usage(FILE *f)
             "                   metadata.csv (the build and the CPU), summary.txt and the\n"
             "                   plots go (default %s, under the current directory)\n"
             "  --settle-ms X    pause after a multi-threaded peer's run, so that its spinning\n"
-            "                   threads sleep before the next measurement (default %.0f)\n"
+            "                   threads sleep before the next measurement, with every CPU\n"
+            "                   kept busy, not idle (default %.0f)\n"
             "  --no-plots       do not run gnuplot\n"
             "  --list           list the layer set (--shapes's when given) and exit\n"
             "  --version        print \"convgrad-bench VERSION\" (the library's) and exit\n"
@@ -1283,7 +1305,7 @@ static void warm_burst(run_state *st, runner *r, layer_ctx *c)
         r->warm[r->nwarm++] = dt;
     }
     if (r->impl != IMPL_CONVGRAD && r->cores > 1 && o->settle_ms > 0)
-        bench_sleep_ms(o->settle_ms);
+        bench_settle_ms(o->settle_ms);
 }
 
 static void run_layer(run_state *st, int li)
@@ -1493,7 +1515,7 @@ static void run_layer(run_state *st, int li)
                     r->max_reps = o->train_reps;
             }
             if (r->impl != IMPL_CONVGRAD && r->cores > 1 && o->settle_ms > 0)
-                bench_sleep_ms(o->settle_ms);
+                bench_settle_ms(o->settle_ms);
             if (r->train)
                 st->train_s += bench_now() - t_run0;
         }
@@ -1518,7 +1540,7 @@ static void run_layer(run_state *st, int li)
             r->t_reorder[k] = onednn_to_ohwi(r->dnn, r->dnn_ohwi);
         }
         if (r->cores > 1 && o->settle_ms > 0)
-            bench_sleep_ms(o->settle_ms);
+            bench_settle_ms(o->settle_ms);
     }
 
     /* checks: every runner's last result */
@@ -1600,7 +1622,7 @@ static void run_layer(run_state *st, int li)
         }
     }
     if (o->train_reps > 0 && onednn_available() && o->settle_ms > 0)
-        bench_sleep_ms(o->settle_ms);
+        bench_settle_ms(o->settle_ms);
 
     /* results */
     for (int i = 0; i < nr; ++i) {
@@ -1916,7 +1938,7 @@ int main(int argc, char **argv)
                      g_lim.sgemm_n, want[k], want[k] == 1 ? "" : "s");
             double sg = bench_sgemm_limit(g_lim.sgemm_n, want[k], o.quick ? 2 : 3);
             if (want[k] > 1)
-                bench_sleep_ms(o.settle_ms);
+                bench_settle_ms(o.settle_ms);
             g_lim.threads[g_lim.n] = want[k];
             g_lim.fma[g_lim.n] = fr.gflops;
             g_lim.fma_avx2[g_lim.n] = avx2;
