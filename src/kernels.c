@@ -114,7 +114,20 @@ static int outer_rows(const cg_plan *p, const cg_dw_block *blk)
  * skipped. Measured against the packed path (in-process A/B, medians and
  * bests of 31 interleaved pairs, the Xeon of the README): r50_3x3_56
  * 1.04-1.09x, its batch-1 layer 1.04-1.11x; with 128 output channels a group
- * 0.93-0.95x, 1x1 from 64 to 256 channels 0.78x, so not there. */
+ * 0.93-0.95x, so not there.
+ *
+ * A 1x1 kernel whose x rows are at most four vectors (narrow_one_tap) takes
+ * the runs too, whatever its output channels: with one tap there is no reuse
+ * of dy from tap to tap to keep in L1, so its passes are the packed path's kc
+ * rows, whose dy the runs read from L2 once per chunk of x's channels (two
+ * chunks at most), where the packed path wrote and read all of it again in
+ * panels for only those chunks. In-process A/B on the AMD EPYC of the README
+ * (family 26, medians of 11 pairs, 1 / 2 cores): 1x1 64 -> 256 on 56x56
+ * (r50_1x1_56) 1.07x / 1.11x, 32 -> 128 1.60x / 1.62x, 48 -> 256 1.12x /
+ * 1.23x, 64 -> 512 1.13x / 1.14x, fp16 64 -> 256 0.99x / 1.00x; with 96
+ * input channels 0.97x / 1.09x, with 128 or more 0.81-0.97x and with stride 2
+ * 0.89x / 1.00x, so not there; on the AVX2 kernels 32 -> 128 1.20x / 1.20x,
+ * but 64 -> 256 (eight vectors) 0.86x / 0.87x. */
 enum {
     RUNS_MIN_CHANNELS = 16, /* a tap's input channels, a vector at least */
     RUNS_MOST_COUT = 64,    /* output channels a group */
@@ -122,13 +135,21 @@ enum {
     RUNS_MOST = 72          /* runs a pass and tap */
 };
 
-/* Rows a pass of runs_rows: at most kc, and as many as keep the pass's dy
- * (a group's channels a row) in three quarters of L1, whole output rows
- * where that holds one. */
+/* A 1x1 kernel of stride 1 whose x rows are at most four of the kernels'
+ * vectors. */
+static int narrow_one_tap(const cg_plan *p)
+{
+    return p->taps == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+           p->cin_g <= 4 * cg_gemm_blocking_here()->vec;
+}
+
+/* Rows a pass of runs_rows: at most kc, and, but for narrow_one_tap, as many
+ * as keep the pass's dy (a group's channels a row) in three quarters of L1;
+ * whole output rows where that holds one. */
 static int64_t runs_pass(const cg_plan *p, int64_t kc)
 {
     const int64_t fit = cg_kernels()->l1_bytes * 3 / 4 / (p->cout_g * (int64_t)sizeof(float));
-    kc = max64(1, min64(kc, fit));
+    kc = max64(1, narrow_one_tap(p) ? kc : min64(kc, fit));
     return kc >= p->out_w ? kc / p->out_w * p->out_w : kc;
 }
 
@@ -161,7 +182,7 @@ static int halves(const cg_plan *p)
 static int in_place(const cg_plan *p, int64_t kc)
 {
     return cg_kernels()->gemm_runs && p->cin_g >= RUNS_MIN_CHANNELS &&
-           p->cout_g <= RUNS_MOST_COUT && p->out_w >= RUNS_MIN_WIDTH &&
+           (p->cout_g <= RUNS_MOST_COUT || narrow_one_tap(p)) && p->out_w >= RUNS_MIN_WIDTH &&
            pass_output_rows(p, kc) <= RUNS_MOST && (!halves(p) || row_copies_fit(p, kc));
 }
 

@@ -1112,8 +1112,10 @@ Test(differential, replay, .timeout = TEST_TIMEOUT)
  * a few channels packed together (whole groups a core); fp32 and
  * fp16, `_s` on one and two cores and `_p`, with a bias (sums staged) and
  * without (fp32 sums added straight into out_dw). The shapes of 16 or more
- * input channels a group and at most 64 output channels (and the stem's)
- * take the in-place drivers instead (runs_rows, few_rows), fp16's through
+ * input channels a group and at most 64 output channels (and the stem's),
+ * and 1x1 kernels of stride 1 and at most four vectors of input channels
+ * with more output channels (24 -> 72, 48 -> 100), take the in-place drivers
+ * instead (runs_rows, few_rows), fp16's through
  * converted copies of dy's rows and padded ones of x's: strided, dilated,
  * grouped, padded on one side, a pass ending inside an output row. */
 Test(differential, packed_driver_edges, .timeout = TEST_TIMEOUT)
@@ -1133,6 +1135,8 @@ Test(differential, packed_driver_edges, .timeout = TEST_TIMEOUT)
         {.n = 2, .h = 17, .w = 19, .cin = 48, .cout = 40, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pu = 1, .pl = 1},
         {.n = 3, .h = 11, .w = 10, .cin = 64, .cout = 64, .g = 2, .kh = 3, .kw = 3, .dw = 2, .pu = 1, .pd = 1, .pl = 2, .pr = 2},
         {.n = 1, .h = 9, .w = 150, .cin = 16, .cout = 64, .kh = 3, .kw = 3, .pu = 1, .pd = 1, .pl = 1, .pr = 1},
+        {.n = 2, .h = 13, .w = 11, .cin = 24, .cout = 72, .kh = 1, .kw = 1},
+        {.n = 3, .h = 10, .w = 12, .cin = 48, .cout = 100, .kh = 1, .kw = 1},
     };
     /* clang-format on */
     static const struct {
