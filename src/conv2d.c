@@ -694,22 +694,32 @@ static void row_tables(const geometry *gm, const tile *tl, axis ah, axis aw, int
         }
 }
 
+/* The micro-panels of B (of each group's n columns) a core computes. */
+typedef struct panels {
+    int64_t first, last;
+} panels;
+
+static panels all_panels(int64_t n)
+{
+    return (panels){0, cg_rows_panels(cg_gemm_blocking_here(), n)};
+}
+
 /* C[pixel][channel] for each group g: group g's columns of A (segments of
  * seg_len made of pieces, a tap's channels each; group g's from column g *
  * group_cols of each) times group g's packed B (b, b_group floats apart),
- * written into group g's n columns of c, each row starting from the bias
- * (NULL: none). */
+ * written into the columns of its micro-panels `cols` of group g's n
+ * columns of c, each row starting from the bias (NULL: none). */
 static void rows_product(const job *jb, const float *src, const int64_t *tab, int64_t segments,
                          int64_t count, int64_t seg_len, int64_t piece, int64_t group_cols,
-                         int64_t k, int64_t n, const float *b, int64_t b_group, const float *bias,
-                         float *c, int64_t ldc, float *pack)
+                         int64_t k, int64_t n, panels cols, const float *b, int64_t b_group,
+                         const float *bias, float *c, int64_t ldc, float *pack)
 {
     const int64_t e = segments * count;
     for (int64_t g = 0; g < jb->plan.groups; g++) {
         const cg_rows_matrix a = {src,   tab,     tab + e, tab + 2 * e,
                                   count, seg_len, piece,   g * group_cols};
-        cg_gemm_rows(cg_gemm_blocking_here(), count, n, k, &a, b + g * b_group, 0.0f,
-                     bias ? bias + g * n : NULL, c + g * n, ldc, pack);
+        cg_gemm_rows(cg_gemm_blocking_here(), count, n, k, &a, b + g * b_group, cols.first,
+                     cols.last, 0.0f, bias ? bias + g * n : NULL, c + g * n, ldc, pack);
     }
 }
 
@@ -741,6 +751,19 @@ static int64_t rows_tile(const job *jb, int64_t rows)
 {
     const int64_t want = jb->tile_rows > 0 ? jb->tile_rows : cg_gemm_blocking_here()->mc;
     return max64(1, min64(want, rows));
+}
+
+/* Whether the forward's cores split y's columns (B's micro-panels) rather
+ * than its pixels: where each core's share of the pixels is less than one A
+ * block, every core would stream all of w's packed B (9.4 MB for 512 ->
+ * 512 3x3) for a few pixels; by columns each streams its part of B, and
+ * all of x, which is then the smaller (r50_3x3_7: 0.8 MB). */
+static int forward_splits_channels(const job *jb)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t micro_panels = cg_rows_panels(cg_gemm_blocking_here(), p->cout_g);
+    return p->groups == 1 && jb->members > 1 && micro_panels >= jb->members &&
+           p->rows < jb->members * (int64_t)cg_gemm_blocking_here()->mc;
 }
 
 /* A few channels a tap, many a kernel row (the stem's 3 and 21): the
@@ -804,8 +827,12 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     const int runs = p->groups == 1 && p->dil_w == 1, padded = forward_padded(jb);
     const int64_t segments = runs ? p->kernel_h : p->taps,
                   seg_len = runs ? p->kernel_w * p->cin : p->cin_g;
-    int64_t first, last;
-    cg_split_range(p->rows, rank, jb->members, &first, &last);
+    int64_t first = 0, last = p->rows;
+    panels cols = all_panels(p->cout_g);
+    if (forward_splits_channels(jb))
+        cg_split_range(cols.last, rank, jb->members, &cols.first, &cols.last);
+    else
+        cg_split_range(p->rows, rank, jb->members, &first, &last);
     const int64_t tile_rows = rows_tile(jb, last - first), a_floats = (int64_t)cg_rows_a_floats(bl);
     const int64_t pad_floats = padded ? padded_rows(p, tile_rows) * cg_padded_row_floats(p) : 0;
     int64_t *ints;
@@ -840,11 +867,11 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
             padded_tables(jb, &tl, pad, tab);
             cg_trace_inner_end(packing);
             rows_product(jb, pad, tab, segments, tl.count, seg_len, seg_len, p->cin_g, k, p->cout_g,
-                         jb->packed_w, b_group, jb->bias, y, p->cout, mem);
+                         cols, jb->packed_w, b_group, jb->bias, y, p->cout, mem);
         } else {
             row_tables(&gx, &tl, ah, aw, runs, tab);
             rows_product(jb, jb->in0, tab, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
-                         p->cout_g, jb->packed_w, b_group, jb->bias, y, p->cout, mem);
+                         p->cout_g, cols, jb->packed_w, b_group, jb->bias, y, p->cout, mem);
         }
         row += tl.count;
     }
@@ -996,6 +1023,7 @@ static void pack_phase_weights(const job *jb, const data_tables *dt, int64_t co_
 typedef struct data_space {
     float *gathered, *res, *pack;
     int64_t *tab;
+    panels cols; /* the packed driver's micro-panels of dx's channels this core computes */
 } data_space;
 
 /* Whether the input gradient runs on the packed driver (see forward_on_rows):
@@ -1069,16 +1097,19 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
     const axis ah = {dt->h.off + dt->h.start[a], nh, 1}, aw = {dt->w.off + dt->w.start[b], nw, 1};
     const int direct = dt->h.count == 1 && dt->w.count == 1;
     float *c = direct ? jb->out + (tl->n * p->in_h * p->in_w + tl->first) * p->cin : sp->res;
-    if (kp == 0) { /* no tap reaches these pixels */
+    if (kp == 0) { /* no tap reaches these pixels: zeros in this core's columns */
+        int64_t c0, c1, width;
+        cg_rows_panel(cg_gemm_blocking_here(), p->cin, sp->cols.first, &c0, &width);
+        cg_rows_panel(cg_gemm_blocking_here(), p->cin, sp->cols.last - 1, &c1, &width);
         for (int64_t t = 0; t < tl->count; t++)
-            cg_zero_floats(c + t * p->cin, p->cin);
+            cg_zero_floats(c + t * p->cin + c0, c1 + width - c0);
     } else {
         const int runs = p->groups == 1 && adjacent_taps(aw);
         row_tables(&gdy, tl, ah, aw, runs, sp->tab);
         const int64_t b_group = data_b_group(p, dt);
         const int64_t np = (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g);
         rows_product(jb, jb->in0, sp->tab, nh * (runs ? 1 : nw), tl->count,
-                     runs ? nw * p->cout : p->cout_g, p->cout_g, p->cout_g, kp, p->cin_g,
+                     runs ? nw * p->cout : p->cout_g, p->cout_g, p->cout_g, kp, p->cin_g, sp->cols,
                      jb->packed_w + phase_rows_before(p, dt, a, b) * np, b_group, NULL, c, p->cin,
                      sp->pack);
     }
@@ -1171,13 +1202,31 @@ static void data_pixels(const job *jb, const data_tables *dt, int64_t first, int
             }
 }
 
+/* Whether the input gradient's cores split dx's channels (B's micro-panels)
+ * rather than its pixels, as the forward does (forward_splits_channels): on the
+ * packed driver, with stride 1 (whose tiles are written in place; the
+ * strided phases' tiles are copied out whole). */
+static int data_splits_channels(const job *jb)
+{
+    const cg_plan *p = &jb->plan;
+    const int64_t micro_panels = cg_rows_panels(cg_gemm_blocking_here(), p->cin_g);
+    return data_on_rows(jb) && p->groups == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+           jb->members > 1 && micro_panels >= jb->members &&
+           p->batch * p->in_h * p->in_w < jb->members * (int64_t)cg_gemm_blocking_here()->mc;
+}
+
 static cg_status data_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
-    const int on_rows = data_on_rows(jb);
+    const int on_rows = data_on_rows(jb), by_columns = data_splits_channels(jb);
     data_tables dt;
     int64_t co_first, co_last;
-    const row_slices rs = row_slices_of(jb, p->batch * p->in_h * p->in_w, GEMM_MIN_ROWS, rank);
+    row_slices rs = row_slices_of(jb, p->batch * p->in_h * p->in_w, GEMM_MIN_ROWS, rank);
+    panels cols = all_panels(p->cin_g);
+    if (by_columns) { /* every core all the pixels, its share of the columns */
+        rs = (row_slices){rs.total, 1, 0, 1, rs.total};
+        cg_split_range(cols.last, rank, jb->members, &cols.first, &cols.last);
+    }
     cg_split_range(p->cout, rank, jb->members, &co_first, &co_last);
     const int64_t most_taps = most_taps_per_phase(p->kernel_h, p->dil_h, p->stride_h) *
                               most_taps_per_phase(p->kernel_w, p->dil_w, p->stride_w);
@@ -1219,8 +1268,9 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
     cm_bar_all(jb->core_mask, 1); /* the weights are packed */
     since = cg_trace_start();
-    const data_space sp = on_rows ? (data_space){NULL, mem + a_floats, mem, ints + ints_h + ints_w}
-                                  : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL};
+    const data_space sp =
+        on_rows ? (data_space){NULL, mem + a_floats, mem, ints + ints_h + ints_w, cols}
+                : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL, cols};
     for (int64_t i = rs.s0; i < rs.s1; i++) {
         int64_t first, last;
         slice_rows(&rs, i, &first, &last);
@@ -1335,8 +1385,9 @@ static void data_band(const job *jb, int64_t n, int64_t h0, int64_t h1, int64_t 
         }
         const cg_rows_matrix a = {jb->in0, tab,     tab + count, tab + 2 * count,
                                   count,   p->cout, p->cout,     0};
-        cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, b, 0.0f, NULL, dcol,
-                     p->row_len, pack);
+        const panels cols = all_panels(p->row_len);
+        cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, b, cols.first,
+                     cols.last, 0.0f, NULL, dcol, p->row_len, pack);
         for (int64_t t = 0, oh = px / p->out_w, ow = px % p->out_w; t < count; t++) {
             add_columns(p, dcol + t * p->row_len, n, oh, ow, h0, h1, dx);
             if (++ow == p->out_w) {

@@ -552,7 +552,9 @@ static void exact_nhwc_shapes(const char *test, const shape *shapes, size_t coun
  * a tap's channels straddling the blocks; output channels past one B
  * micro-panel and a partial one; several tiles a core and, forced, a tile
  * longer than an A block; kernel rows cut by padding on either side; taps
- * one at a time (dilation, groups); stride phases, stored by the gather.
+ * one at a time (dilation, groups); stride phases, stored by the gather;
+ * few pixels for many channels, where the cores split the forward's output
+ * channels and the input gradient's input channels instead of the pixels.
  * Every operation, masks 1 and 3, exact. */
 Test(conv2d, packed_driver_edges, .timeout = TEST_TIMEOUT)
 {
@@ -567,6 +569,8 @@ Test(conv2d, packed_driver_edges, .timeout = TEST_TIMEOUT)
         {"1x1 200->20", .n = 3, .h = 9, .w = 9, .cin = 200, .cout = 20, .kh = 1, .kw = 1},
         {"5x3 stride 1x2, 24->17, asymmetric pads", .n = 1, .h = 15, .w = 22, .cin = 24,
          .cout = 17, .kh = 5, .kw = 3, .sw = 2, .pt = 2, .pl = 1, .pr = 2},
+        {"3x3 100->120 on 9x11, channels split", .n = 2, .h = 9, .w = 11, .cin = 100, .cout = 120,
+         .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
     };
     /* clang-format on */
     static const int masks[] = {0x1, 0x3, 0}, tiles[] = {0, 7, 300, -1};

@@ -92,8 +92,13 @@ void cg_rows_panel(const cg_gemm_blocking *bl, int64_t n, int64_t q, int64_t *fi
 /* Floats of A's packing space cg_gemm_rows needs (mc x kc). */
 size_t cg_rows_a_floats(const cg_gemm_blocking *bl);
 
+/* B's micro-panels for n columns. */
+int64_t cg_rows_panels(const cg_gemm_blocking *bl, int64_t n);
+
 /* C[r][j] = sum over p < k of A(r, p) B(p, j) + (beta ? C[r][j] : init ?
- * init[j] : 0) for r < m, j < n (C row-major, ldc apart; beta 0: C not read;
+ * init[j] : 0) for r < m and the columns j < n of B's micro-panels [q_first,
+ * q_last) (all: 0, cg_rows_panels(n); no other column of C is touched) (C
+ * row-major, ldc apart; beta 0: C not read;
  * init: the bias every row starts from, or NULL), A through its tables (rows
  * [0, m)), B packed as cg_rows_b_floats says; `pack` holds
  * cg_rows_a_floats(bl) floats. A's rows go to the indirect kernel in place
@@ -101,6 +106,6 @@ size_t cg_rows_a_floats(const cg_gemm_blocking *bl);
  * packed. Runs on the calling thread. */
 enum { CG_INDIRECT_MIN_PIECE = 16 };
 void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
-                  const cg_rows_matrix *a, const float *b_packed, float beta, const float *init,
-                  float *c, int64_t ldc, float *pack);
+                  const cg_rows_matrix *a, const float *b_packed, int64_t q_first, int64_t q_last,
+                  float beta, const float *init, float *c, int64_t ldc, float *pack);
 #endif

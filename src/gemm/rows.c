@@ -95,11 +95,16 @@ static int indirect_rows(const cg_rows_matrix *a, int64_t r0, int64_t mb, int64_
     return q;
 }
 
-void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
-                  const cg_rows_matrix *a, const float *b_packed, float beta, const float *init,
-                  float *c, int64_t ldc, float *pack)
+int64_t cg_rows_panels(const cg_gemm_blocking *bl, int64_t n)
 {
-    const int64_t np = round_up(n, bl->nr);
+    return (n + bl->nr - 1) / bl->nr;
+}
+
+void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
+                  const cg_rows_matrix *a, const float *b_packed, int64_t q_first, int64_t q_last,
+                  float beta, const float *init, float *c, int64_t ldc, float *pack)
+{
+    const int64_t np = round_up(n, bl->nr), j_first = q_first * bl->nr, j_last = q_last * bl->nr;
     /* the pointers, MOST_PIECES a row, take the space of A's packed block */
     const int indirect = bl->indirect && a->piece >= CG_INDIRECT_MIN_PIECE &&
                          MOST_PIECES * sizeof(float *) <= (size_t)bl->kc * sizeof(float);
@@ -114,14 +119,16 @@ void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
                 pieces = indirect_rows(a, ic, mb, pc, kb, len, ptr);
             else
                 pack_a(bl, a, ic, mb, pc, kb, pack);
-            for (int64_t jr = 0; jr < np; jr += bl->nr) {
+            for (int64_t jr = j_first; jr < j_last; jr += bl->nr) {
                 int64_t first, cols;
                 cg_rows_panel(bl, n, jr / bl->nr, &first, &cols);
                 /* B is larger than L2 on the widest layers: the kernels on
                  * this micro-panel fetch the next one into L2, a share each */
-                const char *next = (const char *)(jr + bl->nr < np ? b + (jr + bl->nr) * kb
-                                                  : pc + kb < k    ? b + kb * np
-                                                                   : NULL);
+                const char *next =
+                    (const char *)(jr + bl->nr < j_last ? b + (jr + bl->nr) * kb
+                                   : pc + kb < k
+                                       ? b + kb * np + j_first * min64(bl->kc, k - pc - kb)
+                                       : NULL);
                 const int64_t share =
                     next ? (bl->nr * kb * (int64_t)sizeof(float) * bl->mr + mb - 1) / mb : 0;
                 for (int64_t ir = 0; ir < mb; ir += bl->mr) {
