@@ -704,6 +704,15 @@ static panels all_panels(int64_t n)
     return (panels){0, cg_rows_panels(cg_gemm_blocking_here(), n)};
 }
 
+/* The columns [*first, *last) of n that the micro-panels q hold. */
+static void panel_columns(panels q, int64_t n, int64_t *first, int64_t *last)
+{
+    int64_t width;
+    cg_rows_panel(cg_gemm_blocking_here(), n, q.last - 1, last, &width);
+    *last += width;
+    cg_rows_panel(cg_gemm_blocking_here(), n, q.first, first, &width);
+}
+
 /* C[pixel][channel] for each group g: group g's columns of A (segments of
  * seg_len made of pieces, a tap's channels each; group g's from column g *
  * group_cols of each) times group g's packed B (b, b_group floats apart),
@@ -1097,12 +1106,13 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
     const axis ah = {dt->h.off + dt->h.start[a], nh, 1}, aw = {dt->w.off + dt->w.start[b], nw, 1};
     const int direct = dt->h.count == 1 && dt->w.count == 1;
     float *c = direct ? jb->out + (tl->n * p->in_h * p->in_w + tl->first) * p->cin : sp->res;
-    if (kp == 0) { /* no tap reaches these pixels: zeros in this core's columns */
-        int64_t c0, c1, width;
-        cg_rows_panel(cg_gemm_blocking_here(), p->cin, sp->cols.first, &c0, &width);
-        cg_rows_panel(cg_gemm_blocking_here(), p->cin, sp->cols.last - 1, &c1, &width);
+    if (kp == 0) { /* no tap reaches these pixels */
+        /* zeros in every group's columns; with one group, in the core's share */
+        int64_t c0 = 0, c1 = p->cin;
+        if (p->groups == 1)
+            panel_columns(sp->cols, p->cin, &c0, &c1);
         for (int64_t t = 0; t < tl->count; t++)
-            cg_zero_floats(c + t * p->cin + c0, c1 + width - c0);
+            cg_zero_floats(c + t * p->cin + c0, c1 - c0);
     } else {
         const int runs = p->groups == 1 && adjacent_taps(aw);
         row_tables(&gdy, tl, ah, aw, runs, sp->tab);

@@ -554,7 +554,9 @@ static void exact_nhwc_shapes(const char *test, const shape *shapes, size_t coun
  * longer than an A block; kernel rows cut by padding on either side; taps
  * one at a time (dilation, groups); stride phases, stored by the gather;
  * few pixels for many channels, where the cores split the forward's output
- * channels and the input gradient's input channels instead of the pixels.
+ * channels and the input gradient's input channels instead of the pixels;
+ * input pixels no tap reaches (a stride over a 1x1 kernel), every group's
+ * channels of them zero.
  * Every operation, masks 1 and 3, exact. */
 Test(conv2d, packed_driver_edges, .timeout = TEST_TIMEOUT)
 {
@@ -571,6 +573,8 @@ Test(conv2d, packed_driver_edges, .timeout = TEST_TIMEOUT)
          .cout = 17, .kh = 5, .kw = 3, .sw = 2, .pt = 2, .pl = 1, .pr = 2},
         {"3x3 100->120 on 9x11, channels split", .n = 2, .h = 9, .w = 11, .cin = 100, .cout = 120,
          .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
+        {"1x1 stride 1x2, groups 2, 64->16: pixels no tap reaches", .n = 2, .h = 6, .w = 5,
+         .cin = 64, .cout = 16, .g = 2, .kh = 1, .kw = 1, .sw = 2},
     };
     /* clang-format on */
     static const int masks[] = {0x1, 0x3, 0}, tiles[] = {0, 7, 300, -1};
