@@ -31,7 +31,6 @@
 int bench_read_shapes(const char *path, bench_layer **layers, int *n, char *err, size_t errlen);
 
 double bench_now(void); /* monotonic seconds */
-void bench_settle_ms(double ms);
 
 /* ---- limits.c ---------------------------------------------------------- */
 typedef struct fma_result {

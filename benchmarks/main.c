@@ -43,8 +43,8 @@
  * targets judge. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -136,7 +136,7 @@ static void *keep_busy(void *until)
  * left idle for 120 ms came back slowly (the next 2-core call's threads
  * started up to 1 ms late and lost CPU time for milliseconds after), which
  * made whatever ran after the pause slower than in a training loop. */
-void bench_settle_ms(double ms)
+static void bench_settle_ms(double ms)
 {
     enum { MOST_HELPERS = 255 };
     pthread_t helper[MOST_HELPERS];

@@ -762,17 +762,26 @@ static int64_t rows_tile(const job *jb, int64_t rows)
     return max64(1, min64(want, rows));
 }
 
-/* Whether the forward's cores split y's columns (B's micro-panels) rather
- * than its pixels: where each core's share of the pixels is less than one A
- * block, every core would stream all of w's packed B (9.4 MB for 512 ->
- * 512 3x3) for a few pixels; by columns each streams its part of B, and
- * all of x, which is then the smaller (r50_3x3_7: 0.8 MB). */
-static int forward_splits_channels(const job *jb)
+/* Whether the cores split B's micro-panels of n columns (the forward's
+ * output channels, the input gradient's input channels) rather than the
+ * `pixels`: where each core's share of them is less than one A block, every
+ * core would stream all of w's packed B (9.4 MB for 512 -> 512 3x3) for a
+ * few pixels; by columns each streams its part of B, and all of x or dy,
+ * which is then the smaller (r50_3x3_7: 0.8 MB). One group. */
+static int splits_channels(const job *jb, int64_t pixels, int64_t n)
 {
-    const cg_plan *p = &jb->plan;
-    const int64_t micro_panels = cg_rows_panels(cg_gemm_blocking_here(), p->cout_g);
-    return p->groups == 1 && jb->members > 1 && micro_panels >= jb->members &&
-           p->rows < jb->members * (int64_t)cg_gemm_blocking_here()->mc;
+    const cg_gemm_blocking *bl = cg_gemm_blocking_here();
+    return jb->plan.groups == 1 && jb->members > 1 && cg_rows_panels(bl, n) >= jb->members &&
+           pixels < jb->members * (int64_t)bl->mc;
+}
+
+/* The calling core's share of the micro-panels of n columns. */
+static panels panels_share(const job *jb, int rank, int64_t n)
+{
+    panels q;
+    cg_split_range(cg_rows_panels(cg_gemm_blocking_here(), n), rank, jb->members, &q.first,
+                   &q.last);
+    return q;
 }
 
 /* A few channels a tap, many a kernel row (the stem's 3 and 21): the
@@ -838,8 +847,8 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
                   seg_len = runs ? p->kernel_w * p->cin : p->cin_g;
     int64_t first = 0, last = p->rows;
     panels cols = all_panels(p->cout_g);
-    if (forward_splits_channels(jb))
-        cg_split_range(cols.last, rank, jb->members, &cols.first, &cols.last);
+    if (splits_channels(jb, p->rows, p->cout_g))
+        cols = panels_share(jb, rank, p->cout_g);
     else
         cg_split_range(p->rows, rank, jb->members, &first, &last);
     const int64_t tile_rows = rows_tile(jb, last - first), a_floats = (int64_t)cg_rows_a_floats(bl);
@@ -1212,30 +1221,19 @@ static void data_pixels(const job *jb, const data_tables *dt, int64_t first, int
             }
 }
 
-/* Whether the input gradient's cores split dx's channels (B's micro-panels)
- * rather than its pixels, as the forward does (forward_splits_channels): on the
- * packed driver, with stride 1 (whose tiles are written in place; the
- * strided phases' tiles are copied out whole). */
-static int data_splits_channels(const job *jb)
-{
-    const cg_plan *p = &jb->plan;
-    const int64_t micro_panels = cg_rows_panels(cg_gemm_blocking_here(), p->cin_g);
-    return data_on_rows(jb) && p->groups == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-           jb->members > 1 && micro_panels >= jb->members &&
-           p->batch * p->in_h * p->in_w < jb->members * (int64_t)cg_gemm_blocking_here()->mc;
-}
-
 static cg_status data_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
-    const int on_rows = data_on_rows(jb), by_columns = data_splits_channels(jb);
+    const int on_rows = data_on_rows(jb);
     data_tables dt;
     int64_t co_first, co_last;
-    row_slices rs = row_slices_of(jb, p->batch * p->in_h * p->in_w, GEMM_MIN_ROWS, rank);
+    const int64_t pixels = p->batch * p->in_h * p->in_w;
+    row_slices rs = row_slices_of(jb, pixels, GEMM_MIN_ROWS, rank);
     panels cols = all_panels(p->cin_g);
-    if (by_columns) { /* every core all the pixels, its share of the columns */
-        rs = (row_slices){rs.total, 1, 0, 1, rs.total};
-        cg_split_range(cols.last, rank, jb->members, &cols.first, &cols.last);
+    /* stride 1 only: a strided phase's tile is stored into dx whole */
+    if (on_rows && p->stride_h == 1 && p->stride_w == 1 && splits_channels(jb, pixels, p->cin_g)) {
+        rs = (row_slices){pixels, 1, 0, 1, pixels}; /* every core all the pixels */
+        cols = panels_share(jb, rank, p->cin_g);
     }
     cg_split_range(p->cout, rank, jb->members, &co_first, &co_last);
     const int64_t most_taps = most_taps_per_phase(p->kernel_h, p->dil_h, p->stride_h) *
