@@ -534,8 +534,10 @@ static void check_dwconv(cg_dwconv_rows_fn *fn, const char *name, int nr, int an
                                    .pr = pad};
                     check_dwconv_shape(fn, name, &s, dtype, (stride + pad) % 2, &rng);
                 }
-    /* more output pixels than a kernel's tile, so sums rest and resume; for
-     * kernels of every size, also a 5x2 kernel, dilated and strided */
+    /* more output pixels than a kernel's tile, so sums rest and resume (the
+     * 3x3 kernels then ask for the next tile's lines: stride 2, every
+     * channel); for kernels of every size, also a 5x2 kernel, dilated and
+     * strided */
     const cgt_shape more[] = {
         {.n = 3,
          .h = 23,
@@ -545,6 +547,20 @@ static void check_dwconv(cg_dwconv_rows_fn *fn, const char *name, int nr, int an
          .kh = 3,
          .kw = 3,
          .g = 40,
+         .pu = 1,
+         .pd = 1,
+         .pl = 1,
+         .pr = 1},
+        {.n = 4,
+         .h = 25,
+         .w = 21,
+         .cin = 72,
+         .cout = 72,
+         .kh = 3,
+         .kw = 3,
+         .g = 72,
+         .sh = 2,
+         .sw = 2,
          .pu = 1,
          .pd = 1,
          .pl = 1,
@@ -563,9 +579,9 @@ static void check_dwconv(cg_dwconv_rows_fn *fn, const char *name, int nr, int an
          .pd = 1,
          .pl = 1},
     };
-    for (int i = 0; i < (any_size ? 2 : 1); i++) {
-        check_dwconv_shape(fn, name, &more[i], 4, i, &rng);
-        check_dwconv_shape(fn, name, &more[i], 2, !i, &rng);
+    for (int i = 0; i < (any_size ? 3 : 2); i++) {
+        check_dwconv_shape(fn, name, &more[i], 4, i == 2, &rng);
+        check_dwconv_shape(fn, name, &more[i], 2, i == 0, &rng);
     }
 }
 
