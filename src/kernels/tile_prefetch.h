@@ -33,9 +33,12 @@ typedef struct cg_tile_prefetch {
  * its dy pixel). */
 static inline int64_t cg_prefetch_tile(const cg_plan *p)
 {
-    const int64_t fresh = (p->stride_h * p->stride_w * p->cin + p->cout) * p->dtype_size;
-    const int64_t tile = CG_TILE_FRESH_BYTES / (fresh > 0 ? fresh : 1);
-    return tile < CG_TILE_LEAST ? CG_TILE_LEAST : tile > CG_TILE_MOST ? CG_TILE_MOST : tile;
+    /* in double: strides past INT_MAX / cin are valid shapes */
+    const double fresh = ((double)p->stride_h * p->stride_w * p->cin + p->cout) * p->dtype_size;
+    const double tile = CG_TILE_FRESH_BYTES / fresh;
+    return tile < CG_TILE_LEAST  ? CG_TILE_LEAST
+           : tile > CG_TILE_MOST ? CG_TILE_MOST
+                                 : (int64_t)tile;
 }
 
 /* Whether a kernel should ask: only where its blocks of channels pass over
