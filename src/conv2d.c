@@ -1587,25 +1587,42 @@ static void class_taps(int64_t cls, int64_t taps, int64_t dilation, int64_t pad,
     }
 }
 
+/* Where tap (k, of `taps` along an axis) falls in its class: the taps of
+ * its class before it. */
+static int64_t rank_in_class(int64_t k, int64_t dilation, int64_t pad, int64_t stride)
+{
+    const int64_t cls = ((k * dilation - pad) % stride + stride) % stride;
+    int64_t before = 0;
+    for (int64_t j = 0; j < k; j++)
+        before += class_meets(cls, j, dilation, pad, stride);
+    return before;
+}
+
 /* The depthwise input gradient's weights class by class (row class, then
- * column class), each class's taps in order: by_tap[(first tap of the class
- * + i) * c + channel], so that a pixel's call walks the taps it meets. */
+ * column class), each class's taps in order (kh, then kw): by_tap[(the
+ * class's first tap + i) * c + channel], so that a pixel's call walks the
+ * taps it meets. Tap by tap, not class by class: a stride may be far larger
+ * than the kernel. */
 static void weights_by_class(const job *jb, float *by_tap)
 {
     const cg_plan *p = &jb->plan;
     const int64_t c = p->cout;
-    int64_t t = 0;
-    for (int64_t a = 0; a < p->stride_h; a++)
-        for (int64_t b = 0; b < p->stride_w; b++)
-            for (int64_t kh = 0; kh < p->kernel_h; kh++)
-                for (int64_t kw = 0; kw < p->kernel_w; kw++) {
-                    if (!class_meets(a, kh, p->dil_h, p->pad_u, p->stride_h) ||
-                        !class_meets(b, kw, p->dil_w, p->pad_l, p->stride_w))
-                        continue;
-                    for (int64_t ch = 0; ch < c; ch++)
-                        by_tap[t * c + ch] = jb->in1[ch * p->taps + kh * p->kernel_w + kw];
-                    t++;
-                }
+    for (int64_t kh = 0; kh < p->kernel_h; kh++) {
+        const int64_t a = ((kh * p->dil_h - p->pad_u) % p->stride_h + p->stride_h) % p->stride_h;
+        int64_t rows_a, rows_before;
+        class_taps(a, p->kernel_h, p->dil_h, p->pad_u, p->stride_h, &rows_a, &rows_before);
+        const int64_t row_rank = rank_in_class(kh, p->dil_h, p->pad_u, p->stride_h);
+        for (int64_t kw = 0; kw < p->kernel_w; kw++) {
+            const int64_t b =
+                ((kw * p->dil_w - p->pad_l) % p->stride_w + p->stride_w) % p->stride_w;
+            int64_t cols_b, cols_before;
+            class_taps(b, p->kernel_w, p->dil_w, p->pad_l, p->stride_w, &cols_b, &cols_before);
+            const int64_t t = rows_before * p->kernel_w + rows_a * cols_before + row_rank * cols_b +
+                              rank_in_class(kw, p->dil_w, p->pad_l, p->stride_w);
+            for (int64_t ch = 0; ch < c; ch++)
+                by_tap[t * c + ch] = jb->in1[ch * p->taps + kh * p->kernel_w + kw];
+        }
+    }
 }
 
 /* ---- depthwise by runs of a row ---- */
