@@ -311,10 +311,11 @@ block8(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t
 #undef ACC8_STORE
 
 /* Output pixels a tile that does not ask for the next: their x stays in L1
- * while every block of 8 channels passes over them (each reads a 32-byte piece of its lines): the
- * three input rows a tile's pixels reach within TILE_BYTES, half of a 48 KiB L1 (128 pixels a tile,
- * as the AVX-512 kernel's, made C = 128 1.2-1.7x slower than the generic loops: each block fetched
- * the tile's lines from L2 again). */
+ * while every block of 8 channels passes over them (each reads a 32-byte
+ * piece of its lines): the three input rows a tile's pixels reach within
+ * TILE_BYTES, half of a 48 KiB L1 (128 pixels a tile, as the AVX-512
+ * kernel's, made C = 128 1.2-1.7x slower than the generic loops: each block
+ * fetched the tile's lines from L2 again). */
 enum { TILE_BYTES = 24 << 10 };
 
 static int64_t pixel_tile(const cg_plan *p)
@@ -324,9 +325,6 @@ static int64_t pixel_tile(const cg_plan *p)
     return fit < 8 ? 8 : fit > 128 ? 128 : fit;
 }
 
-/* Whole blocks of 8 channels here; the last few channels, if any, on the
- * generic loops (a masked variant would double the code, whose compile
- * under the sanitizers dominates the build). */
 /* The sums of rows [first, last), tile by tile, a tile's x in L1 while
  * every block of 8 channels passes over it; or, when `asks`, tiles sized
  * for L2 (cg_prefetch_tile) whose next one comes in meanwhile (measured
@@ -343,7 +341,8 @@ tiles(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t 
         const int64_t t1 = last - t0 < tile ? last : t0 + tile;
         const int64_t t2 = last - t1 < tile ? last : t1 + tile;
         cg_tile_prefetch next;
-        cg_tile_prefetch_plan(&next, p, dy, x, t1, t2, (t1 - t0) * blocks);
+        if (asks)
+            cg_tile_prefetch_plan(&next, p, dy, x, t1, t2, (t1 - t0) * blocks);
         for (int64_t c = c_first; c < c_last; c += LANES) {
             float *saved = acc + (c - c_first) * TAPS3;
             if (half)

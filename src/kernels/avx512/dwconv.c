@@ -128,7 +128,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline
 /* Channels of the call's first block: up to x's next 64-byte boundary, so
  * that every later block's vectors each lie in one cache line (tensors 16
  * bytes past a line, as large malloc blocks and NumPy arrays are, made every
- * load span two: mbv1_dw_56 1.20x, mbv1_dw_28_s2 1.12x faster so); 0 where
+ * load span two; realigned, mbv1_dw_56 1.20x, mbv1_dw_28_s2 1.12x); 0 where
  * x's pixels do not all lie alike on the lines, or where the extra block
  * costs more than it saves: two blocks of 32 or fewer (mbv1_dw_112's 32
  * channels were 0.62x as fast in two blocks), fp16 (half its loads span
@@ -168,7 +168,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline
         const int64_t t1 = last - t0 < tile ? last : t0 + tile;
         const int64_t t2 = last - t1 < tile ? last : t1 + tile;
         cg_tile_prefetch next;
-        cg_tile_prefetch_plan(&next, p, dy, x, t1, t2, (t1 - t0) * blocks);
+        if (asks)
+            cg_tile_prefetch_plan(&next, p, dy, x, t1, t2, (t1 - t0) * blocks);
         for (int64_t c = c_first; c < c_last; c = block_end(c, c_first, c_last, head)) {
             const int64_t channels = block_end(c, c_first, c_last, head) - c;
             float *saved = acc + (c - c_first) * TAPS;
