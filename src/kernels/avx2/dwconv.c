@@ -13,33 +13,56 @@
 
 enum { LANES = 8 };
 
-__attribute__((target("avx2,fma"))) void
-cg_f32_dwconv_pixel_avx2(float *restrict out, const float *restrict init, const float *const *x,
-                         const float *restrict w, int64_t taps, int64_t n)
-{
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    for (int64_t c0 = 0; c0 < n; c0 += LANES) {
-        const int lanes = n - c0 >= LANES ? LANES : (int)(n - c0);
-        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), lane);
-        __m256 acc = init ? _mm256_maskload_ps(init + c0, m) : _mm256_setzero_ps();
-        for (int64_t t = 0; t < taps; t++)
-            if (x[t])
-                acc = _mm256_fmadd_ps(_mm256_maskload_ps(x[t] + c0, m),
-                                      _mm256_maskload_ps(w + t * n + c0, m), acc);
-        _mm256_maskstore_ps(out + c0, m, acc);
-    }
-}
-
-/* ---- the training step's depthwise runs (avx512/dwconv.c's design) ---- */
-
-enum { RUN_PIXELS = 8 };
-
 /* x's lanes under `mask`, or all eight (`whole`: a plain load). */
 __attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) __m256
 run_load(const int whole, __m256i mask, const float *x)
 {
     return whole ? _mm256_loadu_ps(x) : _mm256_maskload_ps(x, mask);
 }
+
+/* `v` into the lanes of `out` under `mask`, or (`whole`) all eight by a
+ * plain store: AMD's masked stores are slow (avx512/dwconv.c's run_store). */
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
+run_store(const int whole, __m256i mask, float *out, __m256 v)
+{
+    if (whole)
+        _mm256_storeu_ps(out, v);
+    else
+        _mm256_maskstore_ps(out, mask, v);
+}
+
+/* One pixel's lanes [c0, c0 + 8) under `mask`: their sum in one register
+ * over every tap. */
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
+pixel_lanes(const int whole, __m256i mask, float *restrict out, const float *restrict init,
+            const float *const *x, const float *restrict w, int64_t taps, int64_t n, int64_t c0)
+{
+    __m256 acc = init ? run_load(whole, mask, init + c0) : _mm256_setzero_ps();
+    for (int64_t t = 0; t < taps; t++)
+        if (x[t])
+            acc = _mm256_fmadd_ps(run_load(whole, mask, x[t] + c0),
+                                  run_load(whole, mask, w + t * n + c0), acc);
+    run_store(whole, mask, out + c0, acc);
+}
+
+/* Eight channels at a time. */
+__attribute__((target("avx2,fma"))) void
+cg_f32_dwconv_pixel_avx2(float *restrict out, const float *restrict init, const float *const *x,
+                         const float *restrict w, int64_t taps, int64_t n)
+{
+    int64_t c0 = 0;
+    for (; c0 + LANES <= n; c0 += LANES)
+        pixel_lanes(1, _mm256_set1_epi32(-1), out, init, x, w, taps, n, c0);
+    if (c0 < n) {
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        pixel_lanes(0, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - c0)), lane), out, init, x, w,
+                    taps, n, c0);
+    }
+}
+
+/* ---- the training step's depthwise runs (avx512/dwconv.c's design) ---- */
+
+enum { RUN_PIXELS = 8 };
 
 /* Pixels [p0, p0 + count) (count <= RUN_PIXELS) of a run, lanes [c0, c0 +
  * 8) under `mask`: eight sums in registers, each weight loaded once for
@@ -69,10 +92,7 @@ run_block(const int whole, __m256i mask, float *restrict out, const float *restr
 #pragma GCC unroll 8
     for (int i = 0; i < RUN_PIXELS; i++)
         if (i < count) {
-            if (whole)
-                _mm256_storeu_ps(out + (p0 + i) * n + c0, acc[i]);
-            else
-                _mm256_maskstore_ps(out + (p0 + i) * n + c0, mask, acc[i]);
+            run_store(whole, mask, out + (p0 + i) * n + c0, acc[i]);
         }
 }
 
@@ -130,10 +150,7 @@ grouped_permuted(const int g, const int pixels_a_block, const int whole, __m256i
 #pragma GCC unroll 8
     for (int i = 0; i < pixels_a_block; i++)
         if (i0 + i < pixels) {
-            if (whole)
-                _mm256_storeu_ps(out + (i0 + i) * ld + c0, acc[i]);
-            else
-                _mm256_maskstore_ps(out + (i0 + i) * ld + c0, mask, acc[i]);
+            run_store(whole, mask, out + (i0 + i) * ld + c0, acc[i]);
         }
 }
 
