@@ -26,6 +26,7 @@
 #include "grad_filter.h"
 #include "kernels.h"
 #include "kernels/geometry.h"
+#include "kernels/tile_prefetch.h"
 #include "reduce/reduce.h"
 #include "status.h"
 #include "thread_scratch.h"
@@ -1639,24 +1640,29 @@ static int64_t source_bottom(const dw_axis *v, int64_t out_h, int64_t out_w, int
     return image * v->len + max64(0, min64(v->len - 1, reach));
 }
 
-/* Asks for the source rows (whole) that the output row of pixel `next` (none
- * at or past `last`) reaches beyond row *asked, and moves *asked on. The
- * kernels read every pixel's channels a vector at a time, a stream for each
- * of the many pixels a run's taps reach, which the hardware prefetchers do
- * not follow; asked for a row ahead in memory order, the stride-1 forward
- * and input gradient were measured 1.14-1.24x faster (AVX2 kernels 1.24x
- * and 1.27x; stride 2 was not faster: left out). */
-static void ask_next_row(const dw_axis *v, const float *src, int64_t row_floats, int64_t out_h,
-                         int64_t out_w, int64_t next, int64_t last, int64_t *asked)
+/* Plans asking for the source rows (whole) that the output row of pixel
+ * `next` (none at or past `last`) reaches beyond row *asked, a few lines at
+ * each of the kernel's blocks (8 pixels by a line of channels) over the
+ * first half of this row's `blocks`, and moves *asked on. The kernels read
+ * every pixel's channels a vector at a time, a stream for each of the many
+ * pixels a run's taps reach, which the hardware prefetchers do not follow.
+ * Against asking for the rows all at once at the row's start at stride 1
+ * and not at stride 2 (Zen 5, in-process A/B over three runs, 1 and 2 cores,
+ * both kernel sets; the host's noise moved them run to run):
+ * mbv1_dw_28_s2's forward 1.04-1.67x, mbv1_dw_56's input gradient
+ * 0.97-1.76x, mbv1_dw_112's 0.98-1.20x, the stride-1 forwards 0.89-1.22x.
+ * Not asking at all made the stride-1 layers 0.71-0.94x as fast. */
+static void plan_next_row(cg_tile_prefetch *ask, const dw_axis *v, const float *src,
+                          int64_t row_floats, int64_t out_h, int64_t out_w, int64_t next,
+                          int64_t last, int64_t blocks, int64_t *asked)
 {
-    enum { LINE = 64 };
-    if (v->step != 1 || next >= last)
+    if (next >= last) {
+        cg_range_prefetch_plan(ask, src, src, 0);
         return;
+    }
     const int64_t bottom = source_bottom(v, out_h, out_w, next);
-    for (const char *l = (const char *)(src + (*asked + 1) * row_floats),
-                    *end = (const char *)(src + (bottom + 1) * row_floats);
-         l < end; l += LINE)
-        __builtin_prefetch(l, 0, 2);
+    cg_range_prefetch_plan(ask, src + (*asked + 1) * row_floats, src + (bottom + 1) * row_floats,
+                           max64(1, blocks / 2));
     *asked = max64(*asked, bottom);
 }
 
@@ -1679,7 +1685,10 @@ static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, co
     for (int64_t at = first; at < last;) {                 /* a piece of an output row */
         const int64_t image = at / (out_h * out_w), oy = at / out_w % out_h, ox0 = at % out_w;
         const int64_t ox1 = min64(out_w, ox0 + last - at);
-        ask_next_row(v, src, row_floats, out_h, out_w, at + out_w - ox0, last, &asked);
+        cg_tile_prefetch ask;
+        const int64_t blocks = (ox1 - ox0 + 7) / 8 * ((c + 15) / 16); /* 8 pixels x 64 bytes */
+        plan_next_row(&ask, v, src, row_floats, out_h, out_w, at + out_w - ox0, last, blocks,
+                      &asked);
         for (int64_t kh = 0; kh < v->taps; kh++) {
             const int64_t sy = oy * v->step + kh * v->tap + v->off;
             line[kh] = sy >= 0 && sy < v->len ? src + (image * v->len + sy) * h->len * c : NULL;
@@ -1696,7 +1705,14 @@ static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, co
                 rows[kh] = line[kh] && k0 < k1
                                ? line[kh] + (ox * h->step + h->off + k0 * h->tap) * c
                                : NULL;
-            const cg_dwconv_run run = {rows, v->taps, h->taps, k0, k1, h->step * c, h->tap * c};
+            const cg_dwconv_run run = {.rows = rows,
+                                       .kernel_h = v->taps,
+                                       .kernel_w = h->taps,
+                                       .kw0 = k0,
+                                       .kw1 = k1,
+                                       .pixel_step = h->step * c,
+                                       .tap_step = h->tap * c,
+                                       .ask = &ask};
             cg_kernels()->dwconv_run(jb->out + ((image * out_h + oy) * out_w + ox) * c, init, &run,
                                      by_tap, end - ox, c);
             ox = end;

@@ -13,6 +13,7 @@
 
 #include "kernels.h"
 #include "kernels/context.h"
+#include "kernels/tile_prefetch.h"
 #include "reference.h"
 #include "support.h"
 
@@ -865,7 +866,18 @@ static int dwconv_run_wrong(cg_dwconv_run_fn *fn, int n, int kh_n, int kw, int k
             want[i * n + c] = sum;
         }
     got[pixels * n] = want[pixels * n] = CANARY;
-    const cg_dwconv_run run = {rows, kh_n, kw, kw0, kw1, pixel_step, tap_step};
+    /* half the runs ask for data ahead (here w's, which the kernel also
+     * reads): results unchanged */
+    cg_tile_prefetch ask;
+    cg_range_prefetch_plan(&ask, w, w + kh_n * kw * n, pixels);
+    const cg_dwconv_run run = {.rows = rows,
+                               .kernel_h = kh_n,
+                               .kernel_w = kw,
+                               .kw0 = kw0,
+                               .kw1 = kw1,
+                               .pixel_step = pixel_step,
+                               .tap_step = tap_step,
+                               .ask = back ? &ask : NULL};
     fn(got, with_init ? init : NULL, &run, w, pixels, n);
     for (int kh = 0; kh < kh_n; kh++)
         free(block[kh]);

@@ -149,10 +149,12 @@ typedef void cg_dwconv_pixel_fn(float *restrict out, const float *restrict init,
  * rows[kh] is the source row at the run's first pixel and tap kw0 (NULL: the
  * kernel row is outside the source); the steps are in floats, tap_step of
  * either sign (the forward walks x forwards, the input gradient dy
- * backwards). */
+ * backwards). `ask`, if not NULL, is stepped (kernels/tile_prefetch.h)
+ * once a block of pixels and channels: data a later run reads. */
 typedef struct cg_dwconv_run {
     const float *const *rows;
     int64_t kernel_h, kernel_w, kw0, kw1, pixel_step, tap_step;
+    struct cg_tile_prefetch *ask;
 } cg_dwconv_run;
 typedef void cg_dwconv_run_fn(float *restrict out, const float *restrict init,
                               const cg_dwconv_run *run, const float *restrict w, int64_t pixels,

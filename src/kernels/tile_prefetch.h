@@ -6,11 +6,12 @@
  * kernel sums one tile it asks, a few lines at each step, for the next one's
  * data in memory order: the whole input rows its taps reach (asking again
  * for those the tile before also reached was measured faster than leaving
- * them out) and its dy rows. */
+ * them out) and its dy rows. The training step's runs of a row
+ * (depthwise_runs) ask for the next output row's source rows the same
+ * way. */
 #ifndef CG_KERNELS_TILE_PREFETCH_H
 #define CG_KERNELS_TILE_PREFETCH_H
 #include <stdint.h>
-#include <xmmintrin.h>
 
 #include "plan.h"
 
@@ -61,6 +62,13 @@ static inline int64_t cg_tap_row(const cg_plan *p, int64_t row, int bottom)
     return row / per_image * p->in_h + iy;
 }
 
+/* Whole lines a step, for `bytes` over `steps` steps. */
+static inline int64_t cg_step_bytes(int64_t bytes, int64_t steps)
+{
+    const int64_t lines = bytes > 0 ? bytes / CG_CACHE_LINE : 0;
+    return (steps > 0 ? (lines + steps - 1) / steps : lines) * CG_CACHE_LINE;
+}
+
 /* The tile of rows [first, last) of the sum (none if empty), asked for over
  * `steps` steps. */
 static inline void cg_tile_prefetch_plan(cg_tile_prefetch *t, const cg_plan *p, const void *dy,
@@ -74,8 +82,15 @@ static inline void cg_tile_prefetch_plan(cg_tile_prefetch *t, const cg_plan *p, 
     t->end += (cg_tap_row(p, last - 1, 1) + 1) * row_bytes;
     t->dy_at += first * p->cout * elem;
     t->dy_end += last * p->cout * elem;
-    const int64_t lines = (t->end - t->at + t->dy_end - t->dy_at) / CG_CACHE_LINE;
-    t->step_bytes = (steps > 0 ? (lines + steps - 1) / steps : lines) * CG_CACHE_LINE;
+    t->step_bytes = cg_step_bytes(t->end - t->at + t->dy_end - t->dy_at, steps);
+}
+
+/* The bytes [from, to) (none if empty), asked for over `steps` steps. */
+static inline void cg_range_prefetch_plan(cg_tile_prefetch *t, const void *from, const void *to,
+                                          int64_t steps)
+{
+    *t = (cg_tile_prefetch){from, to, to, to, 0};
+    t->step_bytes = cg_step_bytes(t->end - t->at, steps);
 }
 
 /* One step: the next few lines, into L2. */
@@ -83,7 +98,7 @@ static inline void cg_tile_prefetch_step(cg_tile_prefetch *t)
 {
     const char *stop = t->end - t->at > t->step_bytes ? t->at + t->step_bytes : t->end;
     for (; t->at < stop; t->at += CG_CACHE_LINE)
-        _mm_prefetch(t->at, _MM_HINT_T1);
+        __builtin_prefetch(t->at, 0, 2);           /* prefetcht1 */
     if (t->at >= t->end && t->dy_at < t->dy_end) { /* x's done: dy's from the next step */
         t->at = t->dy_at;
         t->end = t->dy_end;

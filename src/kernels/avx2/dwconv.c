@@ -75,6 +75,8 @@ run_block(const int whole, __m256i mask, float *restrict out, const float *restr
     int64_t at[RUN_PIXELS];
     for (int i = 0; i < RUN_PIXELS; i++)
         at[i] = (p0 + (i < count ? i : count - 1)) * r->pixel_step + c0;
+    if (r->ask && c0 % (2 * LANES) == 0) /* a step a line of channels, as on AVX-512 */
+        cg_tile_prefetch_step(r->ask);
     const __m256 start = init ? run_load(whole, mask, init + c0) : _mm256_setzero_ps();
     __m256 acc[RUN_PIXELS];
 #pragma GCC unroll 8

@@ -267,6 +267,8 @@ run_block(const int whole, __mmask16 mask, float *restrict out, const float *res
     int64_t at[RUN_PIXELS];
     for (int i = 0; i < RUN_PIXELS; i++)
         at[i] = (p0 + (i < count ? i : count - 1)) * r->pixel_step + c0;
+    if (r->ask)
+        cg_tile_prefetch_step(r->ask);
     const __m512 start = init ? run_load(whole, mask, init + c0) : _mm512_setzero_ps();
     __m512 acc[RUN_PIXELS];
 #pragma GCC unroll 8
