@@ -29,7 +29,7 @@ typedef struct cg_gemm_blocking {
 
 /* This CPU's blocking (the context's gemm_panel kernel, blocks from its L1
  * and L2), and whether cg_gemm runs on it rather than on OpenBLAS (where
- * OpenBLAS's kernels are narrower than the library's: see packed.c); chosen
+ * OpenBLAS's kernels are no wider than the library's: see packed.c); chosen
  * once per process. Never NULL. */
 const cg_gemm_blocking *cg_gemm_blocking_here(void);
 int cg_gemm_uses_packed(void);

@@ -166,23 +166,27 @@ static cg_isa openblas_isa(void)
     return CG_ISA_REF;
 }
 
-/* cg_gemm runs on the packed driver only where OpenBLAS's kernels are
- * narrower than the library's: an OpenBLAS that does not know the CPU falls
- * back to old kernels (Debian's 0.3.21 runs "Prescott" SSE3 on Xeon family 6
- * model 207, the CPU these figures come from, measured at 5f558de with the
- * gemm kernel of that commit: 1 core, GFLOP/s of the FMA loop's 170). There
- * the driver's 105-110 on the training step's shapes beat
- * OpenBLAS's 27-31 (3.4-3.6x); against OpenBLAS's own AVX-512 kernels
- * (OPENBLAS_CORETYPE=SkylakeX, measured for comparison only) it ran at
- * 0.77-0.83x of their 115-137, so where OpenBLAS knows the CPU it keeps the
- * product. A choice by name, not by timing: the same machine always takes the
- * same path, so results do not change from run to run. */
+/* cg_gemm runs on the packed driver wherever the library's kernels are at
+ * least as wide as OpenBLAS's, and on OpenBLAS where OpenBLAS's are wider
+ * (CONVGRAD_ISA capped below them) or the library has none (the reference
+ * set). Where both are AVX2 (Debian's OpenBLAS 0.3.21 runs its Zen kernels
+ * on an AMD EPYC of family 23 model 49, whose widest are AVX2), the packed
+ * path of the training step's forward and input gradient (A read from the
+ * tensors, no im2col tile) took 0.85-0.99x of the time of im2col tiles on
+ * OpenBLAS on the dense layers, 0.19x on the stem's input gradient (whose
+ * product a stride phase is 3 columns wide on OpenBLAS, 147 on the packed
+ * driver's columns), and 1.12x on r50_1x1_56's forward (1 core, medians of
+ * 5 calls, twice each; docs/design.md). An OpenBLAS that does not know the
+ * CPU runs old kernels (Debian's runs "Prescott" SSE3 on Xeon family 6
+ * model 207): the packed driver was 3.4-3.6x faster there. A choice by name,
+ * not by timing: the same machine always takes the same path, so results
+ * do not change from run to run. */
 static void choose(void)
 {
     const cg_kernel_context *kx = cg_kernels();
     const cg_isa isa = kx->entry.gemm_panel->isa; /* REF: the plain C kernel */
     g_here = blocking_for(kx);
-    g_use_packed = isa > CG_ISA_REF && openblas_isa() < isa;
+    g_use_packed = isa > CG_ISA_REF && openblas_isa() <= isa;
 }
 
 const cg_gemm_blocking *cg_gemm_blocking_here(void)
