@@ -16,8 +16,8 @@
  * registers over all the rows. */
 
 static inline CG_OUTER_TARGET __attribute__((always_inline)) void
-tile_of(const int cv, const int jn, int64_t valid, const float *cols, const float *d, int64_t ld_d,
-        int64_t rows, float *sums, int64_t ld_sums)
+tile_of(const int cv, const int jn, const int masked, int64_t valid, const float *cols,
+        const float *d, int64_t ld_d, int64_t rows, float *sums, int64_t ld_sums)
 {
     const cg_tail tail = tail_of(valid - (cv - 1) * CG_LANES);
     cg_vec acc[4][32];
@@ -30,9 +30,12 @@ tile_of(const int cv, const int jn, int64_t valid, const float *cols, const floa
         cg_vec dv[4];
         const float *dr = d + r * ld_d, *c = cols + r;
 #pragma GCC unroll 4
-        for (int v = 0; v < cv; v++)
-            dv[v] =
-                v < cv - 1 ? vec_load(dr + v * CG_LANES) : vec_load_tail(dr + v * CG_LANES, tail);
+        for (int v = 0; v < cv; v++) {
+            dv[v] = masked && v == cv - 1 ? vec_load_tail(dr + v * CG_LANES, tail)
+                                          : vec_load(dr + v * CG_LANES);
+            /* in a register: folded into each FMA, it would be loaded a column */
+            __asm__("" : "+v"(dv[v]));
+        }
 #pragma GCC unroll 32
         for (int j = 0; j < jn; j++) {
             const cg_vec b = vec_broadcast(c + j * CG_OUTER_CHUNK_ROWS);
@@ -48,10 +51,14 @@ tile_of(const int cv, const int jn, int64_t valid, const float *cols, const floa
             vec_store(sums + j * ld_sums + v * CG_LANES, acc[v][j]);
 }
 
-/* tile_<cv>: a case a column count. */
+/* tile_<cv>: a case a column count; dy's last vector a masked load only
+ * where it is partial (AVX2's vmaskmovps is slow on some CPUs). */
 #define CG_OUTER_CASE(cv, jn)                                                                      \
     case jn:                                                                                       \
-        tile_of(cv, jn, valid, cols, d, ld_d, rows, sums, ld_sums);                                \
+        if (valid % CG_LANES)                                                                      \
+            tile_of(cv, jn, 1, valid, cols, d, ld_d, rows, sums, ld_sums);                         \
+        else                                                                                       \
+            tile_of(cv, jn, 0, valid, cols, d, ld_d, rows, sums, ld_sums);                         \
         return;
 #define CG_OUTER_TILES(cv, up_to)                                                                  \
     static CG_OUTER_TARGET void tile_##cv(int64_t jn, int64_t valid, const float *cols,            \

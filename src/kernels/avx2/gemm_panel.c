@@ -223,9 +223,28 @@ void cg_f32_gemm_indirect_avx2_12x16(int m, int n, int pieces, const int *len,
 
 /* ---- gemm_runs ---------------------------------------------------------- */
 
-/* Tiles of 6 x 16 or 8 x 8, B's last vector a masked load (a run may end
- * at the end of x), A's rows broadcast through a pointer each (rows past m
- * repeat row m - 1, never stored): one index steps every row. */
+/* One run's steps into the tile: B's last vector a masked load where it is
+ * partial (`masked`), else a plain one (vmaskmovps is slow on some CPUs:
+ * always masked, the runs took 1.2x the time on an AMD EPYC of family 23). */
+AVX2_FMA static ALWAYS_INLINE void run_steps(const int rows, const int nv, const int masked,
+                                             const float *const *row, const float *b, int64_t len,
+                                             int64_t lda, int64_t ldb, __m256i last,
+                                             __m256 acc[12][2])
+{
+    for (int64_t p = 0, at = 0; p < len; p++, at += lda, b += ldb) {
+        __m256 bv[2];
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            bv[v] = masked && v == nv - 1 ? _mm256_maskload_ps(b + 8 * v, last)
+                                          : _mm256_loadu_ps(b + 8 * v);
+        rows_step(rows, nv, row, at, bv, acc);
+    }
+}
+
+/* Tiles of 6 x 16 or 8 x 8, A's rows broadcast through a pointer each
+ * (rows past m repeat row m - 1, never stored): one index steps every row;
+ * B's last vector masked where n is short of the tile (a run may end at
+ * the end of x). */
 AVX2_FMA static ALWAYS_INLINE void runs_tile(const int rows, const int nv, int row0, int m, int n,
                                              int runs, const cg_gemm_run *run, int64_t lda,
                                              int64_t ldb, float beta, float *c, int ldc)
@@ -234,19 +253,16 @@ AVX2_FMA static ALWAYS_INLINE void runs_tile(const int rows, const int nv, int r
     __m256 acc[12][2];
     zero_tile(rows, nv, acc);
     const __m256i last = last_vector(nv, n);
+    const int whole = n == 8 * nv;
     for (int q = 0; q < runs; q++) {
-        const float *row[MOST_ROWS], *b = run[q].b;
+        const float *row[MOST_ROWS];
 #pragma GCC unroll 8
         for (int r = 0; r < rows; r++)
             row[r] = run[q].a + row0 + (r < m ? r : m - 1);
-        for (int64_t p = 0, at = 0; p < run[q].len; p++, at += lda, b += ldb) {
-            __m256 bv[2];
-#pragma GCC unroll 2
-            for (int v = 0; v < nv; v++)
-                bv[v] =
-                    v < nv - 1 ? _mm256_loadu_ps(b + 8 * v) : _mm256_maskload_ps(b + 8 * v, last);
-            rows_step(rows, nv, row, at, bv, acc);
-        }
+        if (whole)
+            run_steps(rows, nv, 0, row, run[q].b, run[q].len, lda, ldb, last, acc);
+        else
+            run_steps(rows, nv, 1, row, run[q].b, run[q].len, lda, ldb, last, acc);
     }
     store_tile(rows, nv, m, n, beta, NULL, c, ldc, acc);
 }
@@ -274,39 +290,52 @@ void cg_f32_gemm_runs_avx2_12x16(int m, int n, int runs, const cg_gemm_run *run,
 }
 
 /* Packing rows: per step, zeros, the part of the segment inside [lo, hi),
- * zeros; whole vectors, then one masked (masked-off lanes of a maskload do
- * not fault, so a segment may end at the end of a page); fp16 converted on
- * the way (F16C), its last few values through a copy. */
+ * zeros; whole vectors, then the last few floats without a masked move
+ * (vmaskmovps, a store above all, is slow on some CPUs: on an AMD EPYC of
+ * family 23 it was half of r50_1x1_56's packing, whose A panels' steps are
+ * 12 floats); fp16 converted on the way (F16C), its last few values through
+ * a copy. */
 #define AVX2_F16C __attribute__((target("avx2,f16c")))
 
-AVX2_F16C static ALWAYS_INLINE __m256 load8(const void *src, int64_t i, int64_t lanes, __m256i mask,
-                                            const int halves)
+/* Eight values of src from element i, as floats. */
+AVX2_F16C static ALWAYS_INLINE __m256 load8(const void *src, int64_t i, const int halves)
 {
     if (!halves)
-        return lanes == 8 ? _mm256_loadu_ps((const float *)src + i)
-                          : _mm256_maskload_ps((const float *)src + i, mask);
-    uint16_t few[8] = {0};
-    const uint16_t *h = (const uint16_t *)src + i;
-    if (lanes < 8) {
-        memcpy(few, h, (size_t)lanes * sizeof *h);
-        h = few;
+        return _mm256_loadu_ps((const float *)src + i);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i)));
+}
+
+/* d[j] = src ? src[i + j] : 0 for j < n < 8, reading nothing past them. */
+AVX2_F16C static ALWAYS_INLINE void copy_few(float *d, int64_t n, const void *src, int64_t i,
+                                             const int halves)
+{
+    int64_t j = 0;
+    if (src && halves) {
+        uint16_t few[8] = {0};
+        float v[8];
+        memcpy(few, (const uint16_t *)src + i, (size_t)n * sizeof *few);
+        _mm256_storeu_ps(v, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)few)));
+        memcpy(d, v, (size_t)n * sizeof *v);
+        return;
     }
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+    const float *s = src ? (const float *)src + i : NULL;
+    if (n >= 4) {
+        _mm_storeu_ps(d, s ? _mm_loadu_ps(s) : _mm_setzero_ps());
+        j = 4;
+    }
+    for (; j < n; j++)
+        d[j] = s ? s[j] : 0.0f;
 }
 
 /* d[j] = src ? src[i + j] : 0 for j in [j0, j1). */
 AVX2_F16C static ALWAYS_INLINE void copy8(float *d, int64_t j0, int64_t j1, const void *src,
                                           int64_t i, const int halves)
 {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), all = _mm256_set1_epi32(-1);
     int64_t j = j0;
     for (; j + 8 <= j1; j += 8)
-        _mm256_storeu_ps(d + j, src ? load8(src, i + j, 8, all, halves) : _mm256_setzero_ps());
-    if (j < j1) {
-        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(j1 - j)), lane);
-        _mm256_maskstore_ps(d + j, mask,
-                            src ? load8(src, i + j, j1 - j, mask, halves) : _mm256_setzero_ps());
-    }
+        _mm256_storeu_ps(d + j, src ? load8(src, i + j, halves) : _mm256_setzero_ps());
+    if (j < j1)
+        copy_few(d + j, j1 - j, src, i + j, halves);
 }
 
 AVX2_F16C static ALWAYS_INLINE void pack_rows(float *dst, const cg_panel_layout *to, int64_t kb,
