@@ -305,26 +305,22 @@ AVX2_F16C static ALWAYS_INLINE __m256 load8(const void *src, int64_t i, const in
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i)));
 }
 
-/* d[j] = src ? src[i + j] : 0 for j < n < 8, reading nothing past them. */
+/* d[j] = src ? src[i + j] : 0 for j < n < 8, reading nothing past them:
+ * four at once, then one at a time. */
 AVX2_F16C static ALWAYS_INLINE void copy_few(float *d, int64_t n, const void *src, int64_t i,
                                              const int halves)
 {
+    const float *s = src && !halves ? (const float *)src + i : NULL;
+    const uint16_t *h = src && halves ? (const uint16_t *)src + i : NULL;
     int64_t j = 0;
-    if (src && halves) {
-        uint16_t few[8] = {0};
-        float v[8];
-        memcpy(few, (const uint16_t *)src + i, (size_t)n * sizeof *few);
-        _mm256_storeu_ps(v, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)few)));
-        memcpy(d, v, (size_t)n * sizeof *v);
-        return;
-    }
-    const float *s = src ? (const float *)src + i : NULL;
     if (n >= 4) {
-        _mm_storeu_ps(d, s ? _mm_loadu_ps(s) : _mm_setzero_ps());
+        _mm_storeu_ps(d, s   ? _mm_loadu_ps(s)
+                         : h ? _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)h))
+                             : _mm_setzero_ps());
         j = 4;
     }
     for (; j < n; j++)
-        d[j] = s ? s[j] : 0.0f;
+        d[j] = s ? s[j] : h ? _cvtsh_ss(h[j]) : 0.0f;
 }
 
 /* d[j] = src ? src[i + j] : 0 for j in [j0, j1). */
