@@ -159,6 +159,18 @@ void cg_f32_gemm_panel_avx2_12x16(int m, int n, int k, const float *a, const flo
 
 /* ---- gemm_indirect ------------------------------------------------------ */
 
+/* One step of the indirect tiles: B's vectors at b, A's from the rows. */
+AVX2_FMA static ALWAYS_INLINE void indirect_step(const int rows, const int nv,
+                                                 const float *const *row, int64_t at,
+                                                 const float *b, __m256 acc[12][2])
+{
+    __m256 bv[2];
+#pragma GCC unroll 2
+    for (int v = 0; v < nv; v++)
+        bv[v] = _mm256_loadu_ps(b + 8 * v);
+    rows_step(rows, nv, row, at, bv, acc);
+}
+
 /* Tiles of 6 x 16 or 8 x 8 (12 or 8 accumulators), each row's pointer in a
  * register for a piece and broadcast from in place; rows past m repeat row
  * m - 1 and are not stored. */
@@ -178,16 +190,18 @@ AVX2_FMA static ALWAYS_INLINE void indirect_tile(const int rows, const int nv, i
         for (int r = 0; r < rows; r++)
             row[r] = a[r < m ? r : m - 1];
         const int k = len[q];
-        for (int p = 0; p < k; p++, b += NR) {
-            if ((p & 1) == 0 && pf < prefetch_end) {
+        int p = 0;
+        for (; p + 2 <= k; p += 2, b += 2 * NR) { /* two steps, a prefetched line */
+            if (pf < prefetch_end) {
                 _mm_prefetch(pf, _MM_HINT_T1);
                 pf += 64;
             }
-            __m256 bv[2];
-#pragma GCC unroll 2
-            for (int v = 0; v < nv; v++)
-                bv[v] = _mm256_loadu_ps(b + 8 * v);
-            rows_step(rows, nv, row, p, bv, acc);
+            indirect_step(rows, nv, row, p, b, acc);
+            indirect_step(rows, nv, row, p + 1, b + NR, acc);
+        }
+        if (p < k) {
+            indirect_step(rows, nv, row, p, b, acc);
+            b += NR;
         }
     }
     *prefetch = pf;
