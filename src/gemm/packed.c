@@ -172,10 +172,10 @@ static cg_isa openblas_isa(void)
  * set). Where both are AVX2 (Debian's OpenBLAS 0.3.21 runs its Zen kernels
  * on an AMD EPYC of family 23 model 49, whose widest are AVX2), the packed
  * path of the training step's forward and input gradient (A read from the
- * tensors, no im2col tile) took 0.85-0.99x of the time of im2col tiles on
+ * tensors, no im2col tile) took 0.89-1.00x of the time of im2col tiles on
  * OpenBLAS on the dense layers, 0.19x on the stem's input gradient (whose
  * product a stride phase is 3 columns wide on OpenBLAS, 147 on the packed
- * driver's columns), and 1.12x on r50_1x1_56's forward (1 core, medians of
+ * driver's columns), and 1.09-1.12x on r50_1x1_56's forward (1 core, medians of
  * 5 calls, twice each; docs/design.md). An OpenBLAS that does not know the
  * CPU runs old kernels (Debian's runs "Prescott" SSE3 on Xeon family 6
  * model 207): the packed driver was 3.4-3.6x faster there. A choice by name,
