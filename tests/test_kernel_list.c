@@ -598,8 +598,9 @@ static void check_dwconv(cg_dwconv_rows_fn *fn, const char *name, int nr, int an
 
 /* ---- grouped_rows ---------------------------------------------------- */
 
-/* Groups of 1, 2, 3, 4 and 8 channels; kernels 3x3, 5x3 and 2x2, strided,
- * dilated, padded on any side; every group, or all but the first and last
+/* Groups of 1, 2, 3, 4 and 8 channels (of 4: an even and an odd number of
+ * groups); kernels 3x3, 5x3 and 2x2, strided, dilated, padded on any side;
+ * every group, or all but the first and last
  * (c_first past 0); a core's share of rows that starts and ends mid-image;
  * beta 0 (dst never read: NaN there must not come through) and 1; fp32 and
  * fp16. Small integers, so every order of the sum is exact: each element
@@ -611,6 +612,8 @@ static void check_grouped_rows(cg_grouped_rows_fn *fn, const char *name, cg_isa 
     /* clang-format off */
     static const struct { int g, groups; cgt_shape s; } cases[] = {
         {4, 6, {.n = 2, .h = 9, .w = 8, .kh = 3, .kw = 3, .pu = 1, .pd = 1, .pl = 1, .pr = 1}},
+        /* an odd number of groups of 4: a last chunk of one group (AVX2) */
+        {4, 5, {.n = 2, .h = 7, .w = 10, .kh = 3, .kw = 3, .dw = 2, .pu = 1, .pl = 2, .pr = 1}},
         {2, 11, {.n = 1, .h = 12, .w = 11, .kh = 5, .kw = 3, .sh = 2, .sw = 2, .dh = 2, .dw = 2,
                  .pu = 3, .pd = 1, .pl = 2}},
         {8, 3, {.n = 2, .h = 7, .w = 9, .kh = 3, .kw = 3, .pd = 2, .pr = 1}},

@@ -5,6 +5,7 @@
  * register over every tap. */
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/dwconv_rows_body.h"
 #include "kernels/grouped_rows_body.h"
@@ -537,8 +538,105 @@ grouped_chunk_g(const int g, const int half, const cg_plan *plan, const void *dy
     }
 GROUPED_CHUNK(1)
 GROUPED_CHUNK(2)
-GROUPED_CHUNK(4)
 GROUPED_CHUNK(8)
+
+/* ---- groups of 4: a group is a 128-bit lane, its shifts rotations ---- */
+
+/* Taps a call of grouped_chunk_4: its sums, the rotations of dy and x fill
+ * thirteen registers. */
+enum { ROTATED_TAPS = 2 };
+
+/* The chunk's lanes from element i: eight, or (four: a last chunk of one
+ * group) four and zeros, so nothing past the chunk's channels is read. */
+AVX2_F16C static inline __attribute__((always_inline)) __m256
+load_groups(const void *tensor, int64_t i, const int four, const int half)
+{
+    if (!four)
+        return load_whole(tensor, i, half);
+    const __m128 v =
+        half ? _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)((const uint16_t *)tensor + i)))
+             : _mm_loadu_ps((const float *)tensor + i);
+    return _mm256_insertf128_ps(_mm256_setzero_ps(), v, 0);
+}
+
+/* Rotation r of each group's four values: lane b + i takes b + (i + r) % 4. */
+#define ROTATE4(v, r)                                                                              \
+    ((r) == 0   ? (v)                                                                              \
+     : (r) == 1 ? _mm256_permute_ps(v, 0x39)                                                       \
+     : (r) == 2 ? _mm256_permute_ps(v, 0x4E)                                                       \
+                : _mm256_permute_ps(v, 0x93))
+
+/* The chunk's rows: for each pixel, dy's vector and its three rotations,
+ * then for each tap x's vector times each (acc[t * 4 + r]). */
+AVX2_F16C static inline __attribute__((always_inline)) void
+rotated_rows(const int four, const int half, const cg_plan *plan, const void *dy, const void *x,
+             int64_t c0, int64_t kh, int64_t kw0, int64_t count, int64_t r0, int64_t r1,
+             __m256 *acc)
+{
+    const int64_t dil = plan->dil_w, in_w = plan->in_w;
+    const int64_t tap_step = dil * plan->cin, pixel_step = plan->stride_w * plan->cin;
+    cg_grouped_walk walk = cg_grouped_walk_start(plan, c0, kh, kw0, count, r0, r1);
+    cg_grouped_run run;
+    while (cg_grouped_next_run(&walk, &run)) {
+        int64_t y = run.y, at = run.at;
+        for (int64_t j = 0; j < run.length; j++, y += plan->cout, at += pixel_step) {
+            const int inside = j >= run.inner_lo && j < run.inner_hi;
+            const int64_t ix = run.ix + j * plan->stride_w;
+            const __m256 y0 = load_groups(dy, y, four, half);
+            const __m256 yr[4] = {y0, ROTATE4(y0, 1), ROTATE4(y0, 2), ROTATE4(y0, 3)};
+#pragma GCC unroll 2
+            for (int t = 0; t < ROTATED_TAPS; t++) {
+                if (t >= count || (!inside && (ix + t * dil < 0 || ix + t * dil >= in_w)))
+                    continue;
+                const __m256 xv = load_groups(x, at + t * tap_step, four, half);
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++)
+                    acc[t * 4 + r] = _mm256_fmadd_ps(xv, yr[r], acc[t * 4 + r]);
+            }
+        }
+    }
+}
+
+/* cg_grouped_chunk_fn for groups of 4 channels: where the generic chunk
+ * makes the 2G - 1 = 7 shifts of dy against x (57% of their lanes pairing
+ * channels of one group), each group's pairs are the four rotations of its
+ * dy lane, every lane used: 4 FMAs a tap and pixel for the 7, and no
+ * shifted load. Each sum is the same chain of FMAs in row order as the
+ * generic chunk's, so the bits are the same. The sums are laid out as the
+ * shifts' at the end. */
+AVX2_F16C static void grouped_chunk_4(const cg_plan *plan, const void *dy, const void *x,
+                                      int64_t c_first, int64_t n, int64_t cb, int64_t kh,
+                                      int64_t kw0, int64_t count, int64_t r0, int64_t r1,
+                                      float *sums)
+{
+    enum { G = 4, SHIFTS = 2 * G - 1 };
+    const int half = plan->dtype_size == 2, four = cb + LANES > n;
+    __m256 acc[ROTATED_TAPS * G];
+#pragma GCC unroll 8
+    for (int a = 0; a < ROTATED_TAPS * G; a++)
+        acc[a] = _mm256_setzero_ps();
+    if (four && half)
+        rotated_rows(1, 1, plan, dy, x, c_first + cb, kh, kw0, count, r0, r1, acc);
+    else if (four)
+        rotated_rows(1, 0, plan, dy, x, c_first + cb, kh, kw0, count, r0, r1, acc);
+    else if (half)
+        rotated_rows(0, 1, plan, dy, x, c_first + cb, kh, kw0, count, r0, r1, acc);
+    else
+        rotated_rows(0, 0, plan, dy, x, c_first + cb, kh, kw0, count, r0, r1, acc);
+    for (int64_t t = 0; t < count; t++) {
+        float *sum = sums + t * SHIFTS * LANES, rot[G][LANES];
+        memset(sum, 0, SHIFTS * LANES * sizeof(float));
+        for (int r = 0; r < G; r++)
+            _mm256_storeu_ps(rot[r], acc[t * G + r]);
+        /* lane b + i of rotation r pairs x's channel i with dy's co = (i + r) % 4:
+         * shift d = co - i, at x's lane (d >= 0) or dy's (d < 0) */
+        for (int r = 0; r < G; r++)
+            for (int l = 0; l < LANES; l++) {
+                const int b = l - l % G, i = l % G, co = (i + r) % G, d = co - i;
+                sum[(d + G - 1) * LANES + (d >= 0 ? l : b + co)] = rot[r][l];
+            }
+    }
+}
 
 AVX2_F16C void cg_f32_grouped_rows_avx2(const cg_plan *plan, const void *dy, const void *x,
                                         int64_t c_first, int64_t c_last, int64_t first,
@@ -553,7 +651,8 @@ AVX2_F16C void cg_f32_grouped_rows_avx2(const cg_plan *plan, const void *dy, con
         cg_f32_grouped_rows_ref(plan, dy, x, c_first, c_last, first, last, beta, dst);
         return;
     }
-    const int most = 12 / (2 * plan->cin_g - 1) > 0 ? 12 : 2 * plan->cin_g - 1;
+    const int shifts = 2 * (int)plan->cin_g - 1;
+    const int most = plan->cin_g == 4 ? ROTATED_TAPS * shifts : 12 / shifts > 0 ? 12 : shifts;
     cg_grouped_rows_body(chunks[plan->cin_g - 1], LANES, most, plan, dy, x, c_first, c_last, first,
                          last, beta, dst);
 }
