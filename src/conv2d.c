@@ -1682,7 +1682,11 @@ static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, co
     const float **line = rows + v->taps;
     const int64_t row_floats = h->len * c;
     int64_t asked = source_bottom(v, out_h, out_w, first); /* the first row's read on demand */
-    for (int64_t at = first; at < last;) {                 /* a piece of an output row */
+    /* an output larger than the last-level cache goes to memory whatever
+     * reads it next: written past the caches, it is not read in first */
+    const int stream =
+        jb->plan.batch * out_h * out_w * c * (int64_t)sizeof(float) > cg_kernels()->llc_bytes;
+    for (int64_t at = first; at < last;) { /* a piece of an output row */
         const int64_t image = at / (out_h * out_w), oy = at / out_w % out_h, ox0 = at % out_w;
         const int64_t ox1 = min64(out_w, ox0 + last - at);
         cg_tile_prefetch ask;
@@ -1712,7 +1716,8 @@ static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, co
                                        .kw1 = k1,
                                        .pixel_step = h->step * c,
                                        .tap_step = h->tap * c,
-                                       .ask = &ask};
+                                       .ask = &ask,
+                                       .stream = stream};
             cg_kernels()->dwconv_run(jb->out + ((image * out_h + oy) * out_w + ox) * c, init, &run,
                                      by_tap, end - ox, c);
             ox = end;

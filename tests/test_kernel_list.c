@@ -837,7 +837,8 @@ static int dwconv_run_wrong(cg_dwconv_run_fn *fn, int n, int kh_n, int kw, int k
                             int pixels, int back, int with_init, cgt_rng *r)
 {
     enum { KH = 3, MOST = 17 * 64 + 1 };
-    static float got[MOST], want[MOST], init[64], w[KH * 5 * 64];
+    /* got line-aligned, so that a kernel may stream whole blocks into it */
+    static float got[MOST] __attribute__((aligned(64))), want[MOST], init[64], w[KH * 5 * 64];
     const int64_t spread = n % 3, pixel_step = n + spread, taps = kw1 - kw0;
     const int64_t tap_step = (back ? -1 : 1) * (n + 2 * spread);
     /* the floats a kernel row's run reaches, from its pointer */
@@ -870,7 +871,7 @@ static int dwconv_run_wrong(cg_dwconv_run_fn *fn, int n, int kh_n, int kw, int k
         }
     got[pixels * n] = want[pixels * n] = CANARY;
     /* half the runs ask for data ahead (here w's, which the kernel also
-     * reads): results unchanged */
+     * reads), and half may stream their output: results unchanged */
     cg_tile_prefetch ask;
     cg_range_prefetch_plan(&ask, w, w + kh_n * kw * n, pixels);
     const cg_dwconv_run run = {.rows = rows,
@@ -880,7 +881,8 @@ static int dwconv_run_wrong(cg_dwconv_run_fn *fn, int n, int kh_n, int kw, int k
                                .kw1 = kw1,
                                .pixel_step = pixel_step,
                                .tap_step = tap_step,
-                               .ask = back ? &ask : NULL};
+                               .ask = back ? &ask : NULL,
+                               .stream = (pixels + kw0 + with_init) % 2};
     fn(got, with_init ? init : NULL, &run, w, pixels, n);
     for (int kh = 0; kh < kh_n; kh++)
         free(block[kh]);

@@ -91,7 +91,41 @@ static long cache_bytes(int name, long lo, long hi, long otherwise)
 #ifndef _SC_LEVEL1_DCACHE_SIZE /* not glibc */
 #define _SC_LEVEL1_DCACHE_SIZE (-1)
 #define _SC_LEVEL2_CACHE_SIZE (-1)
+#define _SC_LEVEL3_CACHE_SIZE (-1)
 #endif
+
+/* The largest level's size from sysfs (cpu0's caches), in bytes; -1 where
+ * there is none. glibc's sysconf can be far off in a virtual machine (256
+ * MiB of L3 reported for 16 MiB on an AMD EPYC guest). */
+static long sysfs_llc_bytes(void)
+{
+    long best = -1;
+    int best_level = 0;
+    for (int i = 0; i < 10; i++) {
+        char path[96], text[32];
+        long size = -1;
+        int level = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        if (fscanf(f, "%d", &level) != 1)
+            level = 0;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        char unit = 0;
+        if (fgets(text, sizeof text, f) && sscanf(text, "%ld%c", &size, &unit) >= 1)
+            size *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
+        fclose(f);
+        if (level >= best_level && size > 0) {
+            best_level = level;
+            best = size;
+        }
+    }
+    return best;
+}
 
 static cg_kernel_context context;
 static pthread_once_t context_once = PTHREAD_ONCE_INIT;
@@ -109,6 +143,10 @@ static void make_context(void)
     ctx->isa = capped_isa(ctx->cpu_isa);
     ctx->l1_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 4 << 10, 1 << 20, 32 << 10);
     ctx->l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 64 << 10, 64 << 20, 512 << 10);
+    const long llc = sysfs_llc_bytes();
+    ctx->llc_bytes = llc >= ctx->l2_bytes && llc <= (1L << 30)
+                         ? llc
+                         : cache_bytes(_SC_LEVEL3_CACHE_SIZE, ctx->l2_bytes, 1L << 30, 32L << 20);
     /* the list goes slowest to fastest: the last line allowed wins */
     const cg_kernel_entry *e = kernel_list;
 #define CG_KERNEL(slot, name, isa, features, mr, nr)                                               \

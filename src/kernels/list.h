@@ -150,11 +150,15 @@ typedef void cg_dwconv_pixel_fn(float *restrict out, const float *restrict init,
  * kernel row is outside the source); the steps are in floats, tap_step of
  * either sign (the forward walks x forwards, the input gradient dy
  * backwards). `ask`, if not NULL, is stepped (kernels/tile_prefetch.h)
- * once a block of pixels and channels: data a later run reads. */
+ * once a block of pixels and channels: data a later run reads. Where
+ * `stream` is set, out goes to memory, not to be read soon (the call's
+ * output is larger than the last-level cache): a kernel may write it with
+ * non-temporal stores, fenced before it returns. */
 typedef struct cg_dwconv_run {
     const float *const *rows;
     int64_t kernel_h, kernel_w, kw0, kw1, pixel_step, tap_step;
     struct cg_tile_prefetch *ask;
+    int stream;
 } cg_dwconv_run;
 typedef void cg_dwconv_run_fn(float *restrict out, const float *restrict init,
                               const cg_dwconv_run *run, const float *restrict w, int64_t pixels,
