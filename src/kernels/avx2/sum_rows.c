@@ -38,33 +38,33 @@ sum_block(double *sum, const float *src, int64_t ld, int64_t rows, const int vec
 
 AVX2 void cg_f32_sum_rows_avx2(double *sum, const float *src, int64_t ld, int64_t rows, int64_t n)
 {
+    const __m128i none = _mm_setzero_si128(); /* the masks of unmasked blocks */
+    const __m256i none_d = _mm256_setzero_si256();
     for (int64_t k = 0; k < n; k += LANES * VECTORS) {
         const int64_t cols = n - k < LANES * VECTORS ? n - k : LANES * VECTORS;
+        double *s = sum + k;
+        const float *x = src + k;
         switch (cols / LANES) { /* a register block of each width, whole vectors */
         case 4:
-            sum_block(sum + k, src + k, ld, rows, 4, 0, _mm_setzero_si128(),
-                      _mm256_setzero_si256());
+            sum_block(s, x, ld, rows, 4, 0, none, none_d);
             break;
         case 3:
-            sum_block(sum + k, src + k, ld, rows, 3, 0, _mm_setzero_si128(),
-                      _mm256_setzero_si256());
+            sum_block(s, x, ld, rows, 3, 0, none, none_d);
             break;
         case 2:
-            sum_block(sum + k, src + k, ld, rows, 2, 0, _mm_setzero_si128(),
-                      _mm256_setzero_si256());
+            sum_block(s, x, ld, rows, 2, 0, none, none_d);
             break;
         case 1:
-            sum_block(sum + k, src + k, ld, rows, 1, 0, _mm_setzero_si128(),
-                      _mm256_setzero_si256());
+            sum_block(s, x, ld, rows, 1, 0, none, none_d);
             break;
         default:
             break;
         }
-        const int64_t rest = cols % LANES, at = k + cols - rest;
+        const int64_t rest = cols % LANES, at = cols - rest;
         if (rest) { /* the last few columns, one masked vector */
             const __m128i last =
                 _mm_cmpgt_epi32(_mm_set1_epi32((int)rest), _mm_setr_epi32(0, 1, 2, 3));
-            sum_block(sum + at, src + at, ld, rows, 1, 1, last, _mm256_cvtepi32_epi64(last));
+            sum_block(s + at, x + at, ld, rows, 1, 1, last, _mm256_cvtepi32_epi64(last));
         }
     }
 }
