@@ -118,11 +118,15 @@ void onednn_train_destroy(onednn_train *c);
 /* ---- main.c: the layer set, the results, the report helpers ------------- */
 enum { BENCH_MAX_LAYERS = 4096 };
 
-enum impl { IMPL_CONVGRAD, IMPL_ONEDNN, IMPL_BASELINE, NIMPL };
+/* IMPL_ANY_ORDER: convgrad with cg_set_reproducible(0) (one piece of each sum a
+ * core), fp32; beside IMPL_CONVGRAD it shows what the same bits on every mask cost. */
+enum impl { IMPL_CONVGRAD, IMPL_ONEDNN, IMPL_BASELINE, IMPL_ANY_ORDER, NIMPL };
+/* convgrad, either way (no threads of its own to settle after). */
+int is_convgrad(int impl);
 enum dtype { DT_FP32, DT_FP16 };
 
-const char *impl_label(int impl,
-                       int dtype); /* "convgrad", "convgrad-fp16", "oneDNN", "im2col+BLAS" */
+/* "convgrad", "convgrad-fp16", "oneDNN", "im2col+BLAS", "cg any-order" */
+const char *impl_label(int impl, int dtype);
 const char *impl_key(int impl, int dtype); /* the CSV's names */
 /* The operator's parameters of a layer (buffer_size_ its lower bound). */
 ConvParameter bench_param_of(const bench_shape *s);
@@ -253,6 +257,8 @@ int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen);
 /* The filter gradient's roofline: for each memory-bound (layer, dtype, cores), the
  * bytes moved at least, the GB/s achieved and their share of the measured bandwidth. */
 void print_roofline_table(void);
+/* convgrad against cg any-order: the cost of the same bits on every mask. */
+void print_reproducible_cost(void);
 void report_targets(const overhead_result *ov, int nov);
 /* The training step: its table (every layer run, in run order), its geometric means,
  * the roofline of its memory-bound phases, and OUT/training.csv. */

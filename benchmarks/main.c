@@ -86,6 +86,8 @@ const char *impl_label(int impl, int dtype)
         return dtype == DT_FP16 ? "convgrad-fp16" : "convgrad";
     case IMPL_ONEDNN:
         return "oneDNN";
+    case IMPL_ANY_ORDER:
+        return "cg any-order";
     default:
         return "im2col+BLAS";
     }
@@ -98,9 +100,16 @@ const char *impl_key(int impl, int dtype)
         return dtype == DT_FP16 ? "convgrad_fp16" : "convgrad";
     case IMPL_ONEDNN:
         return "onednn";
+    case IMPL_ANY_ORDER:
+        return "convgrad_any_order";
     default:
         return "im2col_blas";
     }
+}
+
+int is_convgrad(int impl)
+{
+    return impl == IMPL_CONVGRAD || impl == IMPL_ANY_ORDER;
 }
 
 const char *train_label(int impl)
@@ -273,7 +282,9 @@ static void usage(FILE *f)
             "\n"
             "Runs fp_conv_grad_filter_s (host mode) on the built-in layer set (or --shapes's)\n"
             "for core masks 0b1, 0b11, ... up to the CPU count, against oneDNN\n"
-            "backward-weights, a plain im2col + OpenBLAS sgemm baseline and the machine's\n"
+            "backward-weights, a plain im2col + OpenBLAS sgemm baseline, itself with\n"
+            "cg_set_reproducible(0) (\"cg any-order\": one piece of each sum a core, so the\n"
+            "cost of the same bits on every mask is measured) and the machine's\n"
             "limits (an FMA loop, OpenBLAS sgemm, the memory bandwidth: STREAM copy and\n"
             "triad), and the whole fp32 training step (cg_conv2d_*) against oneDNN's, all in\n"
             "one run; checks every result; prints tables (warm and interleaved figures; a\n"
@@ -883,9 +894,11 @@ static double run_once(runner *r, layer_ctx *c, int slot)
         return dt;
     }
     switch (r->impl) {
+    case IMPL_ANY_ORDER: /* fp32 only; the setting changes outside the timing */
     case IMPL_CONVGRAD: {
         memset(r->out, 0, r->out_bytes);
         c->p.workspace_ = r->ws;
+        cg_set_reproducible(r->impl == IMPL_CONVGRAD);
         cg_status st;
         if (r->dtype == DT_FP32) {
             t0 = bench_now();
@@ -897,6 +910,7 @@ static double run_once(runner *r, layer_ctx *c, int slot)
             dt = bench_now() - t0;
         }
         st = cg_last_status();
+        cg_set_reproducible(1);
         if (st != CG_OK) {
             if (!r->call_failures++)
                 snprintf(r->failure, sizeof r->failure, "status %d: %s", (int)st,
@@ -1069,6 +1083,7 @@ static double guess_seconds(const bench_layer *L, int impl, int cores)
         blas = 25.0 * cores;
     switch (impl) {
     case IMPL_CONVGRAD:
+    case IMPL_ANY_ORDER:
     case IMPL_ONEDNN:
         return f / (1e9 * (is_dense(L) ? 0.75 * fma : 0.15 * fma));
     default: {
@@ -1102,7 +1117,7 @@ static double est_runner(const bench_layer *L, int impl, int dtype, int cores, c
         if (cap < reps)
             reps = (int)cap;
     }
-    double settle = impl != IMPL_CONVGRAD && cores > 1 ? o->settle_ms * 1e-3 : 0.0;
+    double settle = !is_convgrad(impl) && cores > 1 ? o->settle_ms * 1e-3 : 0.0;
     return (o->warmup + reps) * (t + settle) + est_warm(t, settle, o);
 }
 
@@ -1304,7 +1319,7 @@ static void warm_burst(run_state *st, runner *r, layer_ctx *c)
             break;
         r->warm[r->nwarm++] = dt;
     }
-    if (r->impl != IMPL_CONVGRAD && r->cores > 1 && o->settle_ms > 0)
+    if (!is_convgrad(r->impl) && r->cores > 1 && o->settle_ms > 0)
         bench_settle_ms(o->settle_ms);
 }
 
@@ -1370,7 +1385,7 @@ static void run_layer(run_state *st, int li)
             if ((dt == DT_FP32 && !o->fp32) || (dt == DT_FP16 && !o->fp16))
                 continue;
             if (impl != IMPL_CONVGRAD && dt == DT_FP16)
-                continue; /* peers are fp32 only */
+                continue; /* peers and the any-order cut are fp32 only */
             if (impl == IMPL_ONEDNN && !onednn_available())
                 continue;
             for (int m = 0; m < o->nmasks; ++m) {
@@ -1383,7 +1398,7 @@ static void run_layer(run_state *st, int li)
                 r->max_reps = 0; /* decided after its first run */
                 r->t = calloc((size_t)o->reps, sizeof(double));
                 r->t_reorder = calloc((size_t)o->reps, sizeof(double));
-                if (impl == IMPL_CONVGRAD) {
+                if (is_convgrad(impl)) {
                     r->out_bytes = ndw * (dt == DT_FP32 ? sizeof(float) : sizeof(float16));
                     r->out = xalloc(r->out_bytes);
                     r->ws_bytes = cg_grad_filter_workspace_bytes(
@@ -1514,7 +1529,7 @@ static void run_layer(run_state *st, int li)
                 if (r->train && r->max_reps > o->train_reps)
                     r->max_reps = o->train_reps;
             }
-            if (r->impl != IMPL_CONVGRAD && r->cores > 1 && o->settle_ms > 0)
+            if (!is_convgrad(r->impl) && r->cores > 1 && o->settle_ms > 0)
                 bench_settle_ms(o->settle_ms);
             if (r->train)
                 st->train_s += bench_now() - t_run0;
@@ -2022,7 +2037,7 @@ int main(int argc, char **argv)
             int c = GetCoreNum(o.masks[m]);
             if (o.fp32)
                 st.est_total +=
-                    est_runner(L, IMPL_CONVGRAD, DT_FP32, c, &o) +
+                    2 * est_runner(L, IMPL_CONVGRAD, DT_FP32, c, &o) + /* and any-order */
                     est_runner(L, IMPL_BASELINE, DT_FP32, c, &o) +
                     (onednn_available() ? est_runner(L, IMPL_ONEDNN, DT_FP32, c, &o) : 0);
             if (o.fp16)
@@ -2059,6 +2074,7 @@ int main(int argc, char **argv)
         "must: a difference fails the check; the training step's table marks the same of y, dx, "
         "dw and db)\n");
     print_roofline_table();
+    print_reproducible_cost();
     if (o.train_reps > 0)
         print_train_table();
 

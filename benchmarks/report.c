@@ -209,6 +209,62 @@ void print_roofline_table(void)
             "measured)\n");
 }
 
+/* ---- what the same bits on every core_mask cost ------------------------------------- */
+
+/* convgrad's judged time over cg any-order's on (layer, cores) - 1, in %; NAN: not both. */
+static double reproducible_cost_pct(int li, int cores)
+{
+    const result *cg = find_result(li, IMPL_CONVGRAD, DT_FP32, cores);
+    const result *any = find_result(li, IMPL_ANY_ORDER, DT_FP32, cores);
+    return cg && any ? 100.0 * (judged_ms(cg) / judged_ms(any) - 1.0) : NAN;
+}
+
+/* Geometric mean of convgrad's time over any-order's at `cores`, as a cost in %;
+ * *n the layers. */
+static double reproducible_cost_geomean(int cores, int *n)
+{
+    double logsum = 0;
+    *n = 0;
+    for (int li = 0; li < bench_nlayers; ++li) {
+        const double pct = reproducible_cost_pct(li, cores);
+        if (!isnan(pct)) {
+            logsum += log1p(pct / 100.0);
+            (*n)++;
+        }
+    }
+    return *n ? 100.0 * expm1(logsum / *n) : NAN;
+}
+
+void print_reproducible_cost(void)
+{
+    const int K = max_cores_measured();
+    int header = 0;
+    for (int li = 0; li < bench_nlayers; ++li)
+        for (int c = 1; c <= K; ++c) {
+            const double pct = reproducible_cost_pct(li, c);
+            if (isnan(pct))
+                continue;
+            if (!header++) {
+                say("\nWhat the same bits on every core_mask cost (fp32 filter gradient): "
+                    "convgrad, whose sums are cut by the shape alone, against cg any-order "
+                    "(cg_set_reproducible(0): one piece of each sum a core), warm medians "
+                    "(interleaved where no burst)\n");
+                say("%-*s %5s %12s %14s %8s\n", name_width(), "layer", "cores", "convgrad ms",
+                    "any-order ms", "cost");
+            }
+            say("%-*s %5d %12.3f %14.3f %+7.1f%%\n", name_width(), bench_layers[li].name, c,
+                judged_ms(find_result(li, IMPL_CONVGRAD, DT_FP32, c)),
+                judged_ms(find_result(li, IMPL_ANY_ORDER, DT_FP32, c)), pct);
+        }
+    for (int c = 1; header && c <= K; ++c) {
+        int n;
+        const double g = reproducible_cost_geomean(c, &n);
+        if (n)
+            say("%-*s %5d %12s %14s %+7.1f%%  (geometric mean, %d layers)\n", name_width(),
+                "all", c, "", "", g, n);
+    }
+}
+
 /* ---- the training step ------------------------------------------------------------- */
 
 /* The layers and core counts of the training-step results, in run order / ascending. */
@@ -1151,7 +1207,48 @@ void report_targets(const overhead_result *ov, int nov)
                         "2-core mask)");
         }
     }
-    /* 9: memory reported */
+    /* 9: the same bits on every mask cost <= 3% on the geometric mean at every core
+     * count, <= 10% on every (layer, cores) */
+    {
+        char line[512] = "";
+        size_t len = 0;
+        int ok = 1, n_all = 0, n_met = 0, worst_li = -1, worst_c = 0;
+        double worst = -INFINITY;
+        for (int c = 1; c <= K; ++c) {
+            int n;
+            const double g = reproducible_cost_geomean(c, &n);
+            if (!n)
+                continue;
+            ok &= g <= 3.0;
+            if (len < sizeof line)
+                len += (size_t)snprintf(line + len, sizeof line - len, "%s%d core%s %+.1f%%",
+                                        len ? ", " : "", c, c == 1 ? "" : "s", g);
+            for (int li = 0; li < bench_nlayers; ++li) {
+                const double pct = reproducible_cost_pct(li, c);
+                if (isnan(pct))
+                    continue;
+                n_all++;
+                n_met += pct <= 10.0;
+                if (pct > worst) {
+                    worst = pct;
+                    worst_li = li;
+                    worst_c = c;
+                }
+            }
+        }
+        if (n_all)
+            target_line(&met, &evaluated, ok && n_met == n_all,
+                        "the same bits on every core_mask cost <= 3%% on the geometric mean "
+                        "(convgrad's time over cg any-order's): %s; <= 10%% on every (layer, "
+                        "cores): %d of %d met, highest %+.1f%% (%s, %d core%s)",
+                        line, n_met, n_all, worst, bench_layers[worst_li].name, worst_c,
+                        worst_c == 1 ? "" : "s");
+        else
+            target_line(&met, &evaluated, -1,
+                        "the cost of the same bits on every core_mask: not evaluated (no cg "
+                        "any-order results)");
+    }
+    /* 10: memory reported */
 #ifdef CG_BENCH_HAVE_SCRATCH_BYTES
     target_line(&met, &evaluated, 1,
                 "memory reported per layer: the caller's workspace and the library's scratch per "

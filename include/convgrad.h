@@ -146,6 +146,17 @@ size_t cg_grad_filter_scratch_bytes(const ConvParameter *p, int core_mask);
 /** Lower bound of buffer_size_: 2*(Kh*Kw*Cin/G)*dtype_size; 0 if invalid. */
 int cg_grad_filter_min_buffer_size(const ConvParameter *p, size_t dtype_size);
 
+/**
+ * The same bits on every core_mask (on = 1, the default): every long sum of
+ * the operator and of cg_conv2d_* is cut into pieces fixed by the shape alone
+ * and added in a fixed order. on = 0 cuts each into one piece a core instead
+ * (fewer partials to write and add; results then depend on the mask), which
+ * is there to measure what the guarantee costs (convgrad-bench's "any-order"
+ * rows). Process-wide: change it only while no call runs. Returns the
+ * previous setting.
+ */
+int cg_set_reproducible(int on);
+
 /* ---- The operator (vendor card signatures) ---------------------------- */
 
 /**

@@ -550,7 +550,7 @@ static void reduce_weights(const job *jb, int rank, int64_t slices)
 static cg_status weights_nchw_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
-    const int64_t plane = p->out_h * p->out_w, slices = cg_row_slices(p);
+    const int64_t plane = p->out_h * p->out_w, slices = cg_slices_on(cg_row_slices(p), jb->members);
     const int into_out = slices == 1;
     int64_t s0, s1;
     cg_split_range(slices, rank, jb->members, &s0, &s1);
@@ -604,7 +604,8 @@ static row_slices row_slices_of(const job *jb, int64_t total, int64_t least, int
 {
     row_slices rs = {total, jb->members, rank, rank + 1, 0};
     if (!cg_gemm_uses_packed()) {
-        rs.count = max64(cg_slices_of(total, least, 0), min64(4, cg_slices_of(total, 32, 0)));
+        rs.count = cg_slices_on(
+            max64(cg_slices_of(total, least, 0), min64(4, cg_slices_of(total, 32, 0))), jb->members);
         cg_split_range(rs.count, rank, jb->members, &rs.s0, &rs.s1);
     }
     rs.longest = (total + rs.count - 1) / rs.count;
@@ -1491,8 +1492,9 @@ static cg_status bias_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
     const int64_t units = jb->nchw ? p->batch : p->rows;
-    const int64_t slices = cg_slices_of(units, jb->nchw ? 1 : BIAS_SLICE_LEAST_ROWS,
-                                        p->cout * (int64_t)sizeof(double));
+    const int64_t slices = cg_slices_on(cg_slices_of(units, jb->nchw ? 1 : BIAS_SLICE_LEAST_ROWS,
+                                                     p->cout * (int64_t)sizeof(double)),
+                                        jb->members);
     int64_t s0, s1, *unused;
     cg_split_range(slices, rank, jb->members, &s0, &s1);
     float *mem;

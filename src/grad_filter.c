@@ -227,7 +227,7 @@ static void join_team(const cg_plan *p, int rank, int members, share *s)
 static share plan_share(const cg_weights_call *c, int rank, int members)
 {
     const cg_plan *p = &c->plan;
-    share s = {.by_columns = cg_split_by_columns(p), .slices = cg_sum_slices(p)};
+    share s = {.by_columns = cg_split_by_columns(p), .slices = cg_slices_on(cg_sum_slices(p), members)};
     s.kc = pass_rows(c, s.slices);
     if (!s.by_columns && slices_in_teams(p, s.slices, members))
         join_team(p, rank, members, &s);

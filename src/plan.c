@@ -2,6 +2,7 @@
 #include "plan.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 
 #include "trace.h"
 
@@ -314,6 +315,21 @@ int64_t cg_row_slices(const cg_plan *plan)
 int64_t cg_sum_slices(const cg_plan *plan)
 {
     return cg_split_by_columns(plan) ? 1 : cg_row_slices(plan);
+}
+
+/* 1 by default; 0 only while convgrad-bench measures what the fixed order
+ * costs (cg_set_reproducible). Relaxed: it changes between calls only. */
+static atomic_int reproducible = 1;
+
+CG_API int cg_set_reproducible(int on)
+{
+    return atomic_exchange_explicit(&reproducible, on != 0, memory_order_relaxed);
+}
+
+int64_t cg_slices_on(int64_t fixed, int members)
+{
+    const int any_order = !atomic_load_explicit(&reproducible, memory_order_relaxed);
+    return any_order && members < fixed ? members : fixed;
 }
 
 CG_API size_t cg_grad_filter_workspace_bytes(const ConvParameter *p, int core_mask,

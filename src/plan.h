@@ -100,6 +100,10 @@ int64_t cg_row_slices(const cg_plan *plan);
  * them, the slices' partials (`bytes_each`) within CG_SLICES_MOST_BYTES. */
 int64_t cg_slices_of(int64_t units, int64_t least, int64_t bytes_each);
 enum { CG_MAX_SLICES = 32, CG_SLICES_MOST_BYTES = 32 << 20 };
+/* The slices a sum of `fixed` slices (one of the above) is cut into on
+ * `members` cores: `fixed`, the shape's; with cg_set_reproducible(0), one
+ * a core where that is fewer, so the sums depend on the mask. */
+int64_t cg_slices_on(int64_t fixed, int members);
 /* Column units: 16-column chunks of each group's row, or whole groups when
  * rows are short or a group is a few channels (the grouped kernels take
  * whole groups); unit u is group u / (units per group). */

@@ -385,3 +385,71 @@ Test(reproducible, conv2d_every_mask, .timeout = TEST_TIMEOUT)
         }
     cr_expect_eq(bad, 0, "%d of %d (shape, layout) cases differ between masks", bad, cases);
 }
+
+/* ---- cg_set_reproducible(0): one piece of each sum a core ---------------- */
+
+/* fp_conv_grad_filter_s of a zeroed dw on mask, host mode. */
+static void grad_on(const ConvParameter *p, float *dy, float *x, float *dw, size_t dw_n, void *ws,
+                    int mask)
+{
+    ConvParameter q = *p;
+    q.workspace_ = ws;
+    memset(dw, 0, dw_n * sizeof(float));
+    fp_conv_grad_filter_s(dy, x, dw, NULL, &q, mask);
+    cr_assert_eq(cg_last_status(), CG_OK, "%s", cg_last_error_detail());
+}
+
+/* On sums that are exact (dyadic data) the any-order cut must give the
+ * reproducible bits on every mask: every term is added once, whatever the
+ * pieces. On random data it must change them somewhere (the mode takes
+ * effect, so the benchmark's any-order rows measure another cut), and
+ * turning the guarantee back on restores it. */
+Test(reproducible, any_order_mode, .timeout = TEST_TIMEOUT)
+{
+    static const int masks[] = {0x1, 0x3, 0x7, 0xFFFF};
+    int changed = 0;
+    for (int i = 0; i < 8; i++) {
+        const uint64_t seed = cgt_mix64(cgt_base_seed() ^ (uint64_t)(9000 + i));
+        cgt_rng r = cgt_rng_seeded(seed);
+        cgt_shape s;
+        draw_shape(&r, F_LONG, &s);
+        ConvParameter p = cgt_param(&s);
+        p.buffer_size_ = s.bs;
+        char desc[256];
+        cgt_param_str(&p, desc, sizeof desc);
+        const size_t dy_n = (size_t)p.output_batch_ * p.output_h_ * p.output_w_ * p.output_channel_;
+        const size_t x_n = (size_t)p.input_batch_ * p.input_h_ * p.input_w_ * p.input_channel_;
+        const size_t dw_n =
+            (size_t)p.output_channel_ * p.kernel_h_ * p.kernel_w_ * (p.input_channel_ / p.group_);
+        float *dy = malloc(dy_n * 4), *x = malloc(x_n * 4);
+        float *want = malloc(dw_n * 4), *got = malloc(dw_n * 4);
+        void *ws = malloc(cg_grad_filter_workspace_bytes(&p, (int)0xFFFFFFFFu, 4));
+        for (int exact = 1; exact >= 0; exact--) {
+            if (exact) {
+                cgt_fill_dyadic_f32(&r, dy, dy_n, 1);
+                cgt_fill_dyadic_f32(&r, x, x_n, 1);
+            } else {
+                cgt_fill_f32(&r, dy, dy_n, 1.0);
+                cgt_fill_f32(&r, x, x_n, 1.0);
+            }
+            grad_on(&p, dy, x, want, dw_n, ws, 0x1);
+            cr_assert_eq(cg_set_reproducible(0), 1, "the guarantee is on by default");
+            for (int m = 0; m < 4; m++) {
+                grad_on(&p, dy, x, got, dw_n, ws, masks[m]);
+                const int same = memcmp(got, want, dw_n * 4) == 0;
+                if (exact)
+                    cr_expect(same, "%s: exact sums differ any-order on 0x%x", desc, masks[m]);
+                changed += !same;
+            }
+            cr_assert_eq(cg_set_reproducible(1), 0);
+            grad_on(&p, dy, x, got, dw_n, ws, 0x3);
+            cr_expect(memcmp(got, want, dw_n * 4) == 0, "%s: 0x3 differs once back on", desc);
+        }
+        free(dy);
+        free(x);
+        free(want);
+        free(got);
+        free(ws);
+    }
+    cr_expect(changed > 0, "cg_set_reproducible(0) changed no sum of 8 long shapes");
+}
