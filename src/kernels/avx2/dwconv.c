@@ -287,6 +287,29 @@ enum { TAPS3 = 9, PREFETCH_PIXELS = 8 };
         acc##t = _mm256_fmadd_ps(d, load_whole(x, corner + ((kh)*p->in_w + (kw)) * p->cin, half),  \
                                  acc##t);
 #define ACC8_STORE(t) _mm256_storeu_ps(saved + (t)*LANES, acc##t)
+/* A tap of an interior pixel: x from input row r's pointer, `off` bytes on. */
+#define ACC8_INSIDE(t, r, off) acc##t = _mm256_fmadd_ps(d, load_bytes(r + (off), half), acc##t);
+
+/* Eight lanes at byte address at, fp32 or fp16. */
+AVX2_F16C static inline __attribute__((always_inline)) __m256 load_bytes(const char *at,
+                                                                         const int half)
+{
+    if (half)
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)at));
+    return _mm256_loadu_ps((const float *)at);
+}
+
+/* How many pixels from (oh, ow) on, within this output row and `most`, have
+ * all nine taps inside x: none unless (oh, ow)'s have. */
+static inline int64_t inside_run(const cg_plan *p, int64_t oh, int64_t ow, int64_t most)
+{
+    const int64_t iy0 = oh * p->stride_h - p->pad_u, ix0 = ow * p->stride_w - p->pad_l;
+    if (iy0 < 0 || iy0 + 2 >= p->in_h || ix0 < 0 || ix0 + 2 >= p->in_w)
+        return 0;
+    const int64_t ow_last = (p->in_w - 3 + p->pad_l) / p->stride_w; /* ix0 + 2 < in_w */
+    const int64_t run = (ow_last < p->out_w - 1 ? ow_last : p->out_w - 1) - ow + 1;
+    return run < most ? run : most;
+}
 
 /* The sums of rows [first, last) for the 8 channels from c_first, added to
  * those in saved[tap][channel] when resume, else from zero, and left there. */
@@ -306,9 +329,48 @@ block8(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t
     const int64_t per_image = p->out_h * p->out_w;
     const size_t elem = half ? 2 : 4;
     int64_t n = first / per_image, oh = first % per_image / p->out_w, ow = first % p->out_w;
-    for (int64_t row = first; row < last; row++) {
+    for (int64_t row = first; row < last;) {
         const int64_t iy0 = oh * p->stride_h - p->pad_u, ix0 = ow * p->stride_w - p->pad_l;
         const int64_t at_dy = row * p->cout + c_first;
+        const int64_t run = inside_run(p, oh, ow, last - row);
+        if (run > 0) { /* no checks: x walked from three row pointers, dy from one */
+            const int64_t corner = ((n * p->in_h + iy0) * p->in_w + ix0) * p->cin + c_first;
+            const int64_t tap_bytes = p->cin * (int64_t)elem, line = p->in_w * tap_bytes;
+            const int64_t step = p->stride_w * tap_bytes, dy_step = p->cout * (int64_t)elem;
+            const int64_t x_ahead = 2 * line + 2 * tap_bytes + PREFETCH_PIXELS * step;
+            const char *r0 = (const char *)x + corner * (int64_t)elem, *r1 = r0 + line,
+                       *r2 = r1 + line, *dp = (const char *)dy + at_dy * (int64_t)elem;
+            for (int64_t i = 0; i < run; i++) {
+                _mm_prefetch(dp + PREFETCH_PIXELS * dy_step, _MM_HINT_T0);
+                _mm_prefetch(r0 + x_ahead, _MM_HINT_T0);
+                if (next)
+                    cg_tile_prefetch_step(next);
+                const __m256 d = load_bytes(dp, half);
+                ACC8_INSIDE(0, r0, 0)
+                ACC8_INSIDE(1, r0, tap_bytes)
+                ACC8_INSIDE(2, r0, 2 * tap_bytes)
+                ACC8_INSIDE(3, r1, 0)
+                ACC8_INSIDE(4, r1, tap_bytes)
+                ACC8_INSIDE(5, r1, 2 * tap_bytes)
+                ACC8_INSIDE(6, r2, 0)
+                ACC8_INSIDE(7, r2, tap_bytes)
+                ACC8_INSIDE(8, r2, 2 * tap_bytes)
+                r0 += step;
+                r1 += step;
+                r2 += step;
+                dp += dy_step;
+            }
+            row += run;
+            ow += run; /* the run ends within the output row */
+            if (ow == p->out_w) {
+                ow = 0;
+                if (++oh == p->out_h) {
+                    oh = 0;
+                    n++;
+                }
+            }
+            continue;
+        }
         /* strided rows defeat the hardware prefetcher: dy a few pixels ahead,
          * and x's bottom-right tap of that pixel */
         _mm_prefetch((const char *)dy + (at_dy + PREFETCH_PIXELS * p->cout) * elem, _MM_HINT_T0);
@@ -334,6 +396,7 @@ block8(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t
         ACC8_TAP(6, 2, 0)
         ACC8_TAP(7, 2, 1)
         ACC8_TAP(8, 2, 2)
+        row++;
         if (++ow == p->out_w) {
             ow = 0;
             if (++oh == p->out_h) {
@@ -355,6 +418,7 @@ block8(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t
 #undef ACC8_DECLARE
 #undef ACC8_TAP
 #undef ACC8_STORE
+#undef ACC8_INSIDE
 
 /* Output pixels a tile that does not ask for the next: their x stays in L1
  * while every block of 8 channels passes over them (each reads a 32-byte
