@@ -119,6 +119,83 @@ run_block(const int whole, const int full, __m256i mask, float *restrict out,
         }
 }
 
+/* Twelve pixels of a run whose three taps a kernel row are one pixel apart
+ * (stride 1, no dilation: pixel i's tap k reads source pixel i + dir * k),
+ * lanes [c0, c0 + 8) under `mask`: the fourteen source pixels of a kernel
+ * row are loaded once each and the row's three weights kept in registers,
+ * where run_block loads x once a tap and pixel; and twelve sums, not eight,
+ * so that enough FMAs are independent to hide their latency. Twelve sums,
+ * three weights and x fill the sixteen registers. Each sum takes its taps
+ * in run_block's order, the same bits. dir = 1 walks the source forwards
+ * (the forward's x), -1 backwards (the input gradient's dy). On an AMD EPYC
+ * of family 23, the kernel alone on one output row of 56 pixels, its source
+ * rows in the caches: 44 -> 71 GFLOP/s at 32 channels (in L1), 42 -> 51 at
+ * 128 (in L2). */
+enum { SLIDE_PIXELS = 12 };
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
+slide_block(const int dir, const int whole, __m256i mask, float *restrict out,
+            const float *restrict init, const cg_dwconv_run *r, const float *restrict w, int64_t p0,
+            int64_t c0, int64_t n)
+{
+    const int64_t ps = r->pixel_step, step = dir * ps;
+    if (r->ask && c0 % (2 * LANES) == 0)
+        cg_tile_prefetch_step(r->ask);
+    const __m256 start = init ? run_load(whole, mask, init + c0) : _mm256_setzero_ps();
+    __m256 acc[SLIDE_PIXELS];
+#pragma GCC unroll 12
+    for (int i = 0; i < SLIDE_PIXELS; i++)
+        acc[i] = start;
+    for (int64_t kh = 0; kh < r->kernel_h; kh++) {
+        if (!r->rows[kh])
+            continue;
+        const float *wt = w + (kh * r->kernel_w + r->kw0) * n + c0;
+        const __m256 wk[3] = {run_load(whole, mask, wt), run_load(whole, mask, wt + n),
+                              run_load(whole, mask, wt + 2 * n)};
+        /* the source pixel the walk starts at: pixel 0's tap 0 forwards,
+         * the last pixel's tap 0 backwards */
+        const float *px = r->rows[kh] + (p0 + (dir > 0 ? 0 : SLIDE_PIXELS - 1)) * ps + c0;
+#pragma GCC unroll 14
+        for (int j = 0; j < SLIDE_PIXELS + 2; j++, px += step) {
+            const __m256 xv = run_load(whole, mask, px);
+            /* j-th source pixel of the walk: tap k of pixel j - k (forwards)
+             * or of pixel SLIDE_PIXELS - 1 - j + k (backwards) */
+#pragma GCC unroll 3
+            for (int k = 0; k < 3; k++) {
+                const int i = dir > 0 ? j - k : SLIDE_PIXELS - 1 - j + k;
+                if (i >= 0 && i < SLIDE_PIXELS)
+                    acc[i] = _mm256_fmadd_ps(xv, wk[k], acc[i]);
+            }
+        }
+    }
+    float *at_out = out + p0 * n + c0;
+    if (whole && r->stream && ((uintptr_t)at_out | (uintptr_t)(n * sizeof(float))) % 32 == 0) {
+#pragma GCC unroll 12
+        for (int i = 0; i < SLIDE_PIXELS; i++) /* aligned: past the caches, as run_block */
+            _mm256_stream_ps(at_out + i * n, acc[i]);
+        return;
+    }
+#pragma GCC unroll 12
+    for (int i = 0; i < SLIDE_PIXELS; i++)
+        run_store(whole, mask, at_out + i * n, acc[i]);
+}
+
+/* The run's whole blocks of SLIDE_PIXELS pixels in direction dir, every
+ * channel: the pixels they cover. */
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) int64_t
+slide_blocks(const int dir, __m256i tail, float *restrict out, const float *restrict init,
+             const cg_dwconv_run *r, const float *restrict w, int64_t pixels, int64_t n)
+{
+    int64_t p0 = 0;
+    for (; p0 + SLIDE_PIXELS <= pixels; p0 += SLIDE_PIXELS) {
+        int64_t c0 = 0;
+        for (; c0 + LANES <= n; c0 += LANES)
+            slide_block(dir, 1, tail, out, init, r, w, p0, c0, n);
+        if (c0 < n)
+            slide_block(dir, 0, tail, out, init, r, w, p0, c0, n);
+    }
+    return p0;
+}
+
 /* Eight pixels at a time, eight channels at a time within them. */
 __attribute__((target("avx2,fma"))) void
 cg_f32_dwconv_run_avx2(float *restrict out, const float *restrict init, const cg_dwconv_run *run,
@@ -126,7 +203,12 @@ cg_f32_dwconv_run_avx2(float *restrict out, const float *restrict init, const cg
 {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n % LANES)), lane);
-    for (int64_t p0 = 0; p0 < pixels; p0 += RUN_PIXELS) {
+    int64_t done = 0; /* pixels the sliding blocks took */
+    if (run->kw1 - run->kw0 == 3 && run->tap_step == run->pixel_step)
+        done = slide_blocks(1, tail, out, init, run, w, pixels, n);
+    else if (run->kw1 - run->kw0 == 3 && run->tap_step == -run->pixel_step)
+        done = slide_blocks(-1, tail, out, init, run, w, pixels, n);
+    for (int64_t p0 = done; p0 < pixels; p0 += RUN_PIXELS) {
         const int64_t count = pixels - p0 < RUN_PIXELS ? pixels - p0 : RUN_PIXELS;
         int64_t c0 = 0;
         const int full = count == RUN_PIXELS;
