@@ -38,9 +38,12 @@
  * reference, and, on every element, convgrad's against oneDNN's and
  * fp_conv_grad_filter_s's dw on the same mask.
  *
- * Warm bursts: after the rounds, every runner (the training step's too) makes
- * back-to-back calls for --warm-ms; their median is the warm figure the
- * targets judge. */
+ * Warm bursts: after the rounds, WARM_ROUNDS more rounds in which every
+ * runner (the training step's too) makes one untimed call, then back-to-back
+ * calls for its share of --warm-ms; the median of all of them is the warm
+ * figure the targets judge. Rounds, not one burst each: a guest's share of
+ * its host drifts over seconds, and one window each would compare
+ * implementations in different windows. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
@@ -61,11 +64,12 @@
 #define DEFAULT_OUT TOOL_DEFAULT_OUT("convgrad-bench")
 
 enum { DEFAULT_REPS = 40, QUICK_REPS = 2, DEFAULT_WARMUP = 2, QUICK_WARMUP = 1 };
-/* The warm burst after the interleaved rounds, per (implementation, mask): one
- * untimed call, then back-to-back timed calls for this long (3 at least); none
- * for a call slower than WARM_MAX_CALL_S, whose interleaved figure stands (so
- * long a call is not helped by warm caches, and a burst would cost seconds). */
-enum { DEFAULT_WARM_MS = 300, QUICK_WARM_MS = 50, WARM_MIN_CALLS = 3, WARM_MAX_CALLS = 200 };
+/* The warm bursts after the interleaved rounds, per (implementation, mask):
+ * WARM_ROUNDS rounds, each one untimed call then back-to-back timed calls for
+ * a WARM_ROUNDS-th of the budget (one at least); none for a call slower than
+ * WARM_MAX_CALL_S, whose interleaved figure stands (so long a call is not
+ * helped by warm caches, and the bursts would cost seconds). */
+enum { DEFAULT_WARM_MS = 300, QUICK_WARM_MS = 50, WARM_ROUNDS = 8, WARM_MAX_CALLS = 200 };
 static const double WARM_MAX_CALL_S = 0.5;
 /* Timed rounds of the training step per layer and mask (of the layer's --reps),
  * fewer than the filter gradient's: a step costs three convolutions. */
@@ -311,12 +315,13 @@ static void usage(FILE *f)
             "                   FMA limit is measured at the running kernels' width (ref:\n"
             "                   the CPU's widest FMA loop, what this CPU can do); the peers\n"
             "                   (oneDNN, OpenBLAS) are not capped\n"
-            "  --warm-ms X      each warm burst's budget in ms (default %d, --quick %d; 0:\n"
-            "                   none): after the interleaved rounds, per implementation and\n"
-            "                   mask, one untimed call then back-to-back calls for X ms (%d\n"
-            "                   at least): the filter gradient's, and the training step's\n"
-            "                   (convgrad's step and oneDNN's, each phase timed too); their\n"
-            "                   median is the \"warm (repeated calls)\" figure, shown beside\n"
+            "  --warm-ms X      the warm calls' budget in ms per implementation and mask\n"
+            "                   (default %d, --quick %d; 0: none): after the interleaved\n"
+            "                   rounds, %d rounds more, each one untimed call then back-to-\n"
+            "                   back calls for X/%d ms (one at least), in a rotating order:\n"
+            "                   the filter gradient's, and the training step's\n"
+            "                   (convgrad's step and oneDNN's, each phase timed too); the\n"
+            "                   median of all is the \"warm (repeated calls)\" figure, beside\n"
             "                   the interleaved one (each call after other work: what a\n"
             "                   training loop sees); the targets, the training step's too,\n"
             "                   judge the warm figures. No burst for a call or step over\n"
@@ -358,7 +363,7 @@ static void usage(FILE *f)
             "made, or memory ran out); 2 on bad usage (an unknown option, a bad value or a\n"
             "malformed --shapes line).\n"
             "Targets missed are reported, not an error.\n",
-            DEFAULT_WARM_MS, QUICK_WARM_MS, WARM_MIN_CALLS, WARM_MAX_CALL_S, DEFAULT_REPS,
+            DEFAULT_WARM_MS, QUICK_WARM_MS, WARM_ROUNDS, WARM_ROUNDS, WARM_MAX_CALL_S, DEFAULT_REPS,
             DEFAULT_WARMUP, DEFAULT_TRAIN_REPS, QUICK_REPS, QUICK_WARMUP, DEFAULT_OUT, SETTLE_MS);
 }
 
@@ -1094,14 +1099,15 @@ static double guess_seconds(const bench_layer *L, int impl, int cores)
     }
 }
 
-/* Model seconds of a warm burst of calls of t seconds each (none over
- * WARM_MAX_CALL_S): one untimed call, then the budget (3 calls at least). */
+/* Model seconds of the warm bursts of calls of t seconds each (none over
+ * WARM_MAX_CALL_S): a round's untimed call, then its share of the budget (one
+ * call at least). */
 static double est_warm(double t, double settle, const options *o)
 {
     if (o->warm_ms <= 0 || t > WARM_MAX_CALL_S)
         return 0;
-    double warm = WARM_MIN_CALLS * t > o->warm_ms * 1e-3 ? WARM_MIN_CALLS * t : o->warm_ms * 1e-3;
-    return warm + t + settle;
+    const double share = o->warm_ms * 1e-3 / WARM_ROUNDS;
+    return WARM_ROUNDS * ((t > share ? t : share) + t + settle);
 }
 
 /* Model seconds of one runner over a layer: its runs (a slow one capped as the
@@ -1298,22 +1304,25 @@ static void phase_medians(const runner *r, int first, int n, double ms[NPHASE])
     free(v);
 }
 
-/* r's warm burst, after the rounds: one untimed call (or step), then back-to-back
- * ones for --warm-ms (WARM_MIN_CALLS at least), into r->warm; a training-step
- * runner's phases go to its slots after the timed rounds'. None when r has no
- * timed run or its interleaved median is over WARM_MAX_CALL_S. */
-static void warm_burst(run_state *st, runner *r, layer_ctx *c)
+/* r's warm burst of round `round` (< WARM_ROUNDS), after the timed rounds: one
+ * untimed call (or step), then back-to-back ones for a WARM_ROUNDS-th of
+ * --warm-ms (one at least), into r->warm; a training-step runner's phases go
+ * to its slots after the timed rounds'. None when r has no timed run or its
+ * interleaved median is over WARM_MAX_CALL_S. */
+static void warm_burst(run_state *st, runner *r, layer_ctx *c, int round)
 {
     const options *o = st->o;
     if (r->nt == 0 || bench_median(r->t, r->nt) > WARM_MAX_CALL_S) /* sorts r->t: order-free */
         return;
-    progress("[%d/%d] %-14s %-13s %2d core%s  warm burst", st->layer_pos + 1, o->nlayers,
-             c->L->name, runner_label(r), r->cores, r->cores == 1 ? " " : "s");
+    progress("[%d/%d] %-14s %-13s %2d core%s  warm burst %d/%d", st->layer_pos + 1, o->nlayers,
+             c->L->name, runner_label(r), r->cores, r->cores == 1 ? " " : "s", round + 1,
+             WARM_ROUNDS);
     const double t0 = bench_now();
     if (run_once(r, c, -1) < 0)
         return;
-    while (r->nwarm < WARM_MAX_CALLS &&
-           (r->nwarm < WARM_MIN_CALLS || bench_now() - t0 < o->warm_ms * 1e-3)) {
+    const int first = r->nwarm, most = (round + 1) * WARM_MAX_CALLS / WARM_ROUNDS;
+    while (r->nwarm < most &&
+           (r->nwarm == first || bench_now() - t0 < o->warm_ms * 1e-3 / WARM_ROUNDS)) {
         double dt = run_once(r, c, o->reps + r->nwarm);
         if (dt < 0)
             break;
@@ -1535,14 +1544,17 @@ static void run_layer(run_state *st, int li)
                 st->train_s += bench_now() - t_run0;
         }
     }
-    /* the warm bursts: every runner's back-to-back calls (or steps), after
-     * the rounds (the checks below then see a burst's last result) */
-    for (int i = 0; i < nr && o->warm_ms > 0; ++i) {
-        const double t_run0 = bench_now();
-        warm_burst(st, &rs[i], &c);
-        if (rs[i].train)
-            st->train_s += bench_now() - t_run0;
-    }
+    /* the warm bursts: every runner's back-to-back calls (or steps), in
+     * rounds after the timed ones (the checks below then see a burst's last
+     * result) */
+    for (int round = 0; round < WARM_ROUNDS && o->warm_ms > 0; ++round)
+        for (int k = 0; k < nr; ++k) {
+            runner *r = &rs[(k + round) % nr];
+            const double t_run0 = bench_now();
+            warm_burst(st, r, &c, round);
+            if (r->train)
+                st->train_s += bench_now() - t_run0;
+        }
 
     /* oneDNN's conversion to OHWI: timed on its own, after the rounds */
     for (int i = 0; i < nr; ++i) {
@@ -1894,10 +1906,10 @@ int main(int argc, char **argv)
                          : "fp16",
         o.warmup, o.reps, o.quick ? "; --quick" : "");
     if (o.warm_ms > 0)
-        say("warm figures: after the rounds, per implementation and mask (the training step's "
-            "too), one untimed call then back-to-back calls for %d ms (%d at least), median; none "
-            "for a call over %.1f s (--warm-ms)\n",
-            o.warm_ms, WARM_MIN_CALLS, WARM_MAX_CALL_S);
+        say("warm figures: after the rounds, %d rounds more in which every implementation and "
+            "mask (the training step's too) makes one untimed call then back-to-back calls for "
+            "%d ms (one at least), median of all; none for a call over %.1f s (--warm-ms)\n",
+            WARM_ROUNDS, o.warm_ms / WARM_ROUNDS, WARM_MAX_CALL_S);
     else
         say("warm figures: left out (--warm-ms 0): the targets are judged on the interleaved "
             "medians\n");
