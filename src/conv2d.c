@@ -715,6 +715,46 @@ static void panel_columns(panels q, int64_t n, int64_t *first, int64_t *last)
     cg_rows_panel(cg_gemm_blocking_here(), n, q.first, first, &width);
 }
 
+/* Bytes the next tile reads from a tensor (cg_rows_matrix.next). */
+typedef struct span {
+    const char *at;
+    int64_t bytes;
+} span;
+
+enum { MOST_AHEAD_BYTES = 1 << 20 };
+
+/* The lines of x (fp32) that the tile after one ending at `row` (of at most
+ * `rows` pixels, before `last`) reaches: nothing where there is none. */
+static span next_input_lines(const cg_plan *p, const float *x, int64_t row, int64_t rows,
+                             int64_t last)
+{
+    if (row >= last)
+        return (span){NULL, 0};
+    int64_t first, end;
+    cg_input_span(p, row, min64(rows, last - row), &first, &end);
+    return (span){(const char *)(x + first),
+                  min64((end - first) * (int64_t)sizeof(float), MOST_AHEAD_BYTES)};
+}
+
+/* The lines of dy (fp32) that the input gradient's tile after one ending at
+ * dx's pixel `q` (of at most `rows` pixels, before `last`) reads, at stride
+ * 1: nothing where there is none. */
+static span next_dy_lines(const cg_plan *p, const float *dy, int64_t q, int64_t rows, int64_t last)
+{
+    if (q >= last)
+        return (span){NULL, 0};
+    const int64_t in_plane = p->in_h * p->in_w, z = min64(q + rows, last) - 1;
+    int64_t top = q % in_plane / p->in_w + p->pad_u - (p->kernel_h - 1) * p->dil_h;
+    int64_t bottom = z % in_plane / p->in_w + p->pad_u + 1;
+    top = max64(0, min64(top, p->out_h));
+    bottom = max64(0, min64(bottom, p->out_h));
+    const int64_t line = p->out_w * p->cout;
+    const int64_t first = (q / in_plane * p->out_h + top) * line;
+    const int64_t end = (z / in_plane * p->out_h + bottom) * line;
+    return (span){(const char *)(dy + first),
+                  min64(max64(0, end - first) * (int64_t)sizeof(float), MOST_AHEAD_BYTES)};
+}
+
 /* C[pixel][channel] for each group g: group g's columns of A (segments of
  * seg_len made of pieces, a tap's channels each; group g's from column g *
  * group_cols of each) times group g's packed B (b, b_group floats apart),
@@ -723,12 +763,12 @@ static void panel_columns(panels q, int64_t n, int64_t *first, int64_t *last)
 static void rows_product(const job *jb, const float *src, const int64_t *tab, int64_t segments,
                          int64_t count, int64_t seg_len, int64_t piece, int64_t group_cols,
                          int64_t k, int64_t n, panels cols, const float *b, int64_t b_group,
-                         const float *bias, float *c, int64_t ldc, float *pack)
+                         const float *bias, float *c, int64_t ldc, float *pack, span next)
 {
     const int64_t e = segments * count;
     for (int64_t g = 0; g < jb->plan.groups; g++) {
-        const cg_rows_matrix a = {src,   tab,     tab + e, tab + 2 * e,
-                                  count, seg_len, piece,   g * group_cols};
+        const cg_rows_matrix a = {src,   tab,     tab + e,      tab + 2 * e, count,     seg_len,
+                                  piece, g * group_cols, next.at, next.bytes};
         cg_gemm_rows(cg_gemm_blocking_here(), count, n, k, &a, b + g * b_group, cols.first,
                      cols.last, 0.0f, bias ? bias + g * n : NULL, c + g * n, ldc, pack);
     }
@@ -887,11 +927,13 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
             padded_tables(jb, &tl, pad, tab);
             cg_trace_inner_end(packing);
             rows_product(jb, pad, tab, segments, tl.count, seg_len, seg_len, p->cin_g, k, p->cout_g,
-                         cols, jb->packed_w, b_group, jb->bias, y, p->cout, mem);
+                         cols, jb->packed_w, b_group, jb->bias, y, p->cout, mem,
+                         (span){NULL, 0});
         } else {
             row_tables(&gx, &tl, ah, aw, runs, tab);
             rows_product(jb, jb->in0, tab, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
-                         p->cout_g, cols, jb->packed_w, b_group, jb->bias, y, p->cout, mem);
+                         p->cout_g, cols, jb->packed_w, b_group, jb->bias, y, p->cout, mem,
+                         next_input_lines(p, jb->in0, row + tl.count, tile_rows, last));
         }
         row += tl.count;
     }
@@ -1108,7 +1150,7 @@ static void pack_data_weights(const job *jb, const data_tables *dt, int rank, fl
  * every group's product written into dx (stride 1: the tile is consecutive
  * pixels of dx) or into sp->res, then stored. */
 static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl, int64_t a,
-                           int64_t b, const data_space *sp)
+                           int64_t b, const data_space *sp, span next)
 {
     const cg_plan *p = &jb->plan;
     const geometry gdy = geometry_of(0, p->cout, p->out_h, p->out_w);
@@ -1132,7 +1174,7 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
         rows_product(jb, jb->in0, sp->tab, nh * (runs ? 1 : nw), tl->count,
                      runs ? nw * p->cout : p->cout_g, p->cout_g, p->cout_g, kp, p->cin_g, sp->cols,
                      jb->packed_w + phase_rows_before(p, dt, a, b) * np, b_group, NULL, c, p->cin,
-                     sp->pack);
+                     sp->pack, next);
     }
     if (!direct)
         store_tile(sp->res, 0, jb->out, &gdx, tl, a, p->stride_h, b, p->stride_w, 0, p->cin);
@@ -1140,10 +1182,10 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
 
 /* dx over a tile of phase (a, b)'s grid, every group. */
 static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int64_t a, int64_t b,
-                      const data_space *sp)
+                      const data_space *sp, span next)
 {
     if (data_on_rows(jb)) {
-        data_rows_tile(jb, dt, tl, a, b, sp);
+        data_rows_tile(jb, dt, tl, a, b, sp, next);
         return;
     }
     float *gathered = sp->gathered, *res = sp->res;
@@ -1204,7 +1246,7 @@ static void data_pixels(const job *jb, const data_tables *dt, int64_t first, int
         /* one phase, the whole image: NHWC's tiles run on into the next image */
         for (int64_t q = first; q < last; q += tile_rows) {
             tile tl = {q / in_plane, p->in_h, p->in_w, q % in_plane, min64(tile_rows, last - q)};
-            data_tile(jb, dt, &tl, 0, 0, sp);
+            data_tile(jb, dt, &tl, 0, 0, sp, next_dy_lines(p, jb->in0, q + tl.count, tile_rows, last));
         }
         return;
     }
@@ -1216,7 +1258,7 @@ static void data_pixels(const job *jb, const data_tables *dt, int64_t first, int
                 const int64_t size = height * width;
                 for (int64_t q = max64(first, at) - at; q < min64(last - at, size);) {
                     tile tl = {n, height, width, q, min64(tile_rows, min64(last - at, size) - q)};
-                    data_tile(jb, dt, &tl, a, b, sp);
+                    data_tile(jb, dt, &tl, a, b, sp, (span){NULL, 0});
                     q += tl.count;
                 }
                 at += size;
@@ -1393,8 +1435,8 @@ static void data_band(const job *jb, int64_t n, int64_t h0, int64_t h1, int64_t 
             tab[count + t] = 0;
             tab[2 * count + t] = p->cout;
         }
-        const cg_rows_matrix a = {jb->in0, tab,     tab + count, tab + 2 * count,
-                                  count,   p->cout, p->cout,     0};
+        const cg_rows_matrix a = {jb->in0, tab,     tab + count, tab + 2 * count, count,
+                                  p->cout, p->cout, 0,           NULL,            0};
         const panels cols = all_panels(p->row_len);
         cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, b, cols.first,
                      cols.last, 0.0f, NULL, dcol, p->row_len, pack);

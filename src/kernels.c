@@ -277,6 +277,73 @@ static int tap_runs(const cg_plan *p, const dy_view *dy, const x_view *x, int64_
     return n;
 }
 
+/* ---- prefetching the next pass -------------------------------------- */
+
+/* The packers (or, on the runs, the kernels' first calls) read dy and x
+ * from memory once a pass, and the kernels then compute from the caches for
+ * far longer than that takes: each kernel call prefetches its share of the
+ * next pass's lines into L2, spread over its steps (the gemm_runs kernels,
+ * which take no range, get theirs asked for before the call), so the pass
+ * finds them there. */
+enum { LINE = 64, MOST_PREFETCH_BYTES = 1 << 20 };
+
+typedef struct prefetcher {
+    const char *at[2]; /* dy's and x's spans */
+    int64_t left[2];   /* bytes of each still to prefetch */
+    int64_t per_call;  /* lines a kernel call */
+} prefetcher;
+
+/* Span i: elements [first, last) of a tensor of `total`, clamped to it. */
+static void span(prefetcher *pf, int i, const void *base, int64_t first, int64_t last,
+                 int64_t total, size_t dtype_size)
+{
+    first = first < 0 ? 0 : first > total ? total : first;
+    last = last < first ? first : last > total ? total : last;
+    pf->at[i] = (const char *)base + first * (int64_t)dtype_size;
+    pf->left[i] = min64((last - first) * (int64_t)dtype_size, MOST_PREFETCH_BYTES);
+}
+
+/* What the pass over rows [r, r + kb) reads, spread over `calls` kernel
+ * calls: dy's rows, and the input lines their pixels' kernel rows reach. */
+static prefetcher prefetch_pass(const cg_plan *p, const void *dy, const void *x, int64_t r,
+                                int64_t kb, int64_t calls)
+{
+    prefetcher pf = {{NULL, NULL}, {0, 0}, 0};
+    if (kb <= 0)
+        return pf;
+    span(&pf, 0, dy, r * p->cout, (r + kb) * p->cout, p->rows * p->cout, p->dtype_size);
+    int64_t first, last;
+    cg_input_span(p, r, kb, &first, &last);
+    span(&pf, 1, x, first, last, p->batch * p->in_h * p->in_w * p->cin, p->dtype_size);
+    const int64_t lines = (pf.left[0] + pf.left[1]) / LINE + 2;
+    pf.per_call = (lines + calls - 1) / calls;
+    return pf;
+}
+
+/* The next call's share of the lines: [*from, *to), or NULL, NULL. */
+static void prefetch_share(prefetcher *pf, const char **from, const char **to)
+{
+    const int i = pf->left[0] > 0 ? 0 : 1;
+    *from = *to = NULL;
+    if (pf->left[i] <= 0)
+        return;
+    const int64_t bytes = min64(pf->left[i], pf->per_call * LINE);
+    *from = pf->at[i];
+    *to = *from + bytes;
+    pf->at[i] += bytes;
+    pf->left[i] -= bytes;
+}
+
+/* The next call's share of the lines, asked for into L2 at once, where a
+ * kernel takes no range to spread them over (gemm_runs). */
+static void prefetch_ahead(prefetcher *pf)
+{
+    const char *from, *to;
+    prefetch_share(pf, &from, &to);
+    for (; from < to; from += LINE)
+        __builtin_prefetch(from, 0, 2);
+}
+
 /* Scratch of runs_rows: none for fp32; fp16's converted dy and x rows. */
 static int64_t runs_scratch_floats(const cg_plan *p, int64_t kc, const cg_dw_block *blk)
 {
@@ -299,11 +366,14 @@ static void runs_rows(const cg_plan *p, const void *dy, const void *x, const cg_
     const int64_t m = blk->co_last - blk->co_first, cin_g = p->cin_g;
     const int64_t chunks = (cin_g + bl->nr - 1) / bl->nr;
     const int64_t pass = runs_pass(p, kc);
+    const int64_t calls = (blk->group_last - blk->group_first) * p->taps * chunks *
+                          ((m + bl->mr - 1) / bl->mr); /* kernel calls a pass, at most */
     float *dy_buf = scratch, *x_buf = halves(p) ? scratch + pass * m : NULL; /* fp16 only */
     cg_gemm_run run[RUNS_MOST], moved[RUNS_MOST];
     for (int64_t r0 = first; r0 < last; r0 += pass) {
         const int64_t r1 = min64(last, r0 + pass);
         const float step_beta = r0 == first ? beta : 1.0f;
+        prefetcher next = prefetch_pass(p, dy, x, r1, min64(pass, last - r1), calls);
         for (int64_t g = blk->group_first; g < blk->group_last; g++) {
             float *dst_g = dst + (g - blk->group_first) * m * p->row_len;
             const dy_view dyr = dy_view_of(p, dy, r0, r1, g * p->cout_g + blk->co_first, m, dy_buf);
@@ -322,6 +392,7 @@ static void runs_rows(const cg_plan *p, const void *dy, const void *x, const cg_
                         const int runs = tap_runs(p, &dyr, &xr, r0, r1, kh, kw,
                                                   g * cin_g + j0 - tap * cin_g, run);
                         for (int64_t i = 0; i < m; i += bl->mr) {
+                            prefetch_ahead(&next);
                             for (int k = 0; k < runs; k++)
                                 moved[k] = (cg_gemm_run){run[k].a + i, run[k].b, run[k].len};
                             kernel((int)min64(bl->mr, m - i), (int)(j1 - j0), runs, moved, dyr.step,
@@ -499,65 +570,6 @@ static void make_x_tables(const cg_plan *p, int64_t s0, int64_t s1, int64_t firs
             set_row(tb, row, t, (px.n * p->in_h + iy) * line + ix0 * p->cin, lo,
                     min64(w, (p->in_w - ix0) * p->cin));
         }
-}
-
-/* ---- prefetching the next pass -------------------------------------- */
-
-/* The packers read dy and x from memory once a pass, and the kernels then
- * compute from the caches for far longer than that takes: each kernel call
- * prefetches its share of the next pass's lines into L2, spread over its
- * steps, so the packing finds them there. */
-enum { LINE = 64, MOST_PREFETCH_BYTES = 1 << 20 };
-
-typedef struct prefetcher {
-    const char *at[2]; /* dy's and x's spans */
-    int64_t left[2];   /* bytes of each still to prefetch */
-    int64_t per_call;  /* lines a kernel call */
-} prefetcher;
-
-/* Span i: elements [first, last) of a tensor of `total`, clamped to it. */
-static void span(prefetcher *pf, int i, const void *base, int64_t first, int64_t last,
-                 int64_t total, size_t dtype_size)
-{
-    first = first < 0 ? 0 : first > total ? total : first;
-    last = last < first ? first : last > total ? total : last;
-    pf->at[i] = (const char *)base + first * (int64_t)dtype_size;
-    pf->left[i] = min64((last - first) * (int64_t)dtype_size, MOST_PREFETCH_BYTES);
-}
-
-/* What the pass over rows [r, r + kb) reads, spread over `calls` kernel
- * calls: dy's rows, and the input lines their pixels' kernel rows reach. */
-static prefetcher prefetch_pass(const cg_plan *p, const void *dy, const void *x, int64_t r,
-                                int64_t kb, int64_t calls)
-{
-    prefetcher pf = {{NULL, NULL}, {0, 0}, 0};
-    if (kb <= 0)
-        return pf;
-    span(&pf, 0, dy, r * p->cout, (r + kb) * p->cout, p->rows * p->cout, p->dtype_size);
-    const cg_pixel a = cg_pixel_of_row(p, r), z = cg_pixel_of_row(p, r + kb - 1);
-    const int64_t top = a.oh * p->stride_h - p->pad_u;
-    const int64_t bottom = z.oh * p->stride_h - p->pad_u + (p->kernel_h - 1) * p->dil_h + 1;
-    const int64_t line = p->in_w * p->cin;
-    span(&pf, 1, x, (a.n * p->in_h + (top < 0 ? 0 : min64(top, p->in_h))) * line,
-         (z.n * p->in_h + (bottom < 0 ? 0 : min64(bottom, p->in_h))) * line,
-         p->batch * p->in_h * line, p->dtype_size);
-    const int64_t lines = (pf.left[0] + pf.left[1]) / LINE + 2;
-    pf.per_call = (lines + calls - 1) / calls;
-    return pf;
-}
-
-/* The next call's share of the lines: [*from, *to), or NULL, NULL. */
-static void prefetch_share(prefetcher *pf, const char **from, const char **to)
-{
-    const int i = pf->left[0] > 0 ? 0 : 1;
-    *from = *to = NULL;
-    if (pf->left[i] <= 0)
-        return;
-    const int64_t bytes = min64(pf->left[i], pf->per_call * LINE);
-    *from = pf->at[i];
-    *to = *from + bytes;
-    pf->at[i] += bytes;
-    pf->left[i] -= bytes;
 }
 
 static cg_panel_layout panel_steps(int64_t width, int64_t kb)

@@ -384,12 +384,13 @@ static void check_pack_transposed(cg_pack_transposed_fn *fn, const char *name, c
                                   int nr)
 {
     (void)isa, (void)mr, (void)nr;
-    enum { ROWS = 24, SEG = 80, SRC = ROWS * SEG + 64, WIDEST = 3 * 8 + 4 };
+    enum { ROWS = 72, SEG = 80, SRC = ROWS * SEG + 64, WIDEST = 3 * 8 + 4 };
     enum { MOST = ROWS * WIDEST + 16 };
     static float src[SRC], dst[MOST];
     for (int i = 0; i < SRC; i++)
         src[i] = (float)(i + 1);
-    const int heights[] = {8, 12, 24, 5, 13};
+    /* and B's micro-panels (48), and more rows than a window of the x86 kernels (64) */
+    const int heights[] = {8, 12, 24, 5, 13, 48, 70};
     for (int pattern = 0; pattern < 3; pattern++) {
         int64_t at[ROWS], lo[ROWS], hi[ROWS];
         for (int r = 0; r < ROWS; r++) {

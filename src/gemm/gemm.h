@@ -74,6 +74,11 @@ typedef struct cg_rows_matrix {
     const float *src;
     const int64_t *at, *lo, *hi;
     int64_t apart, seg_len, piece, col0;
+    /* what the caller reads next (the next tile's rows of the tensor):
+     * asked for into L2 over the product where B fits in L2 (else the
+     * kernels ask for B's next micro-panel); NULL: nothing */
+    const char *next;
+    int64_t next_bytes;
 } cg_rows_matrix;
 
 /* Floats B (k x n) takes packed for cg_gemm_rows: for each kc block of k

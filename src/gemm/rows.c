@@ -110,6 +110,19 @@ void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
                          MOST_PIECES * sizeof(float *) <= (size_t)bl->kc * sizeof(float);
     const float **ptr = (const float **)(void *)pack;
     int len[MOST_PIECES], pieces = 0;
+    /* B in L2 already: the calls ask for the caller's next rows instead,
+     * a share each (a call's rows are read from memory once, by the first
+     * micro-panel's calls, and would wait on it there) */
+    const int64_t b_bytes = k * np * (int64_t)sizeof(float);
+    const int ahead = a->next && 2 * b_bytes <= cg_kernels()->l2_bytes;
+    const int64_t calls = ((k + bl->kc - 1) / bl->kc) * (q_last - q_first) *
+                          ((min64(m, bl->mc) + bl->mr - 1) / bl->mr) * ((m + bl->mc - 1) / bl->mc);
+    const int64_t ahead_share = ahead ? round_up((a->next_bytes + calls - 1) / calls, 64) : 0;
+    const char *ahead_at = NULL, *ahead_end = NULL;
+    if (ahead) {
+        ahead_at = a->next;
+        ahead_end = a->next + a->next_bytes;
+    }
     for (int64_t ic = 0; ic < m; ic += bl->mc) {
         const int64_t mb = min64(bl->mc, m - ic);
         for (int64_t pc = 0; pc < k; pc += bl->kc) {
@@ -125,7 +138,8 @@ void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
                 /* B is larger than L2 on the widest layers: the kernels on
                  * this micro-panel fetch the next one into L2, a share each */
                 const char *next =
-                    (const char *)(jr + bl->nr < j_last ? b + (jr + bl->nr) * kb
+                    ahead ? NULL
+                    : (const char *)(jr + bl->nr < j_last ? b + (jr + bl->nr) * kb
                                    : pc + kb < k
                                        ? b + kb * np + j_first * min64(bl->kc, k - pc - kb)
                                        : NULL);
@@ -133,17 +147,21 @@ void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
                     next ? (bl->nr * kb * (int64_t)sizeof(float) * bl->mr + mb - 1) / mb : 0;
                 for (int64_t ir = 0; ir < mb; ir += bl->mr) {
                     const char *from = next ? next + ir / bl->mr * share : NULL;
+                    const char *to = from ? from + share : NULL;
+                    if (ahead_at < ahead_end) {
+                        from = ahead_at;
+                        to = ahead_at += min64(ahead_end - ahead_at, ahead_share);
+                    }
                     const int rows = (int)min64(bl->mr, mb - ir);
                     float *cr = c + (ic + ir) * ldc + first;
                     const float step_beta = pc > 0 ? 1.0f : beta;
                     const float *start = init ? init + first : NULL;
                     if (indirect)
                         bl->indirect(rows, (int)cols, pieces, len, ptr + ir, mb, b + jr * kb,
-                                     step_beta, start, cr, (int)ldc, from,
-                                     from ? from + share : NULL);
+                                     step_beta, start, cr, (int)ldc, from, to);
                     else
                         bl->kernel(rows, (int)cols, (int)kb, pack + ir * kb, b + jr * kb, step_beta,
-                                   start, cr, (int)ldc, from, from ? from + share : NULL);
+                                   start, cr, (int)ldc, from, to);
                 }
             }
         }

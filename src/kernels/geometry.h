@@ -32,6 +32,21 @@ static inline void cg_next_pixel(const cg_plan *p, cg_pixel *px)
     px->n++;
 }
 
+/* Elements [*first, *last) of x (NHWC) that rows [r, r + count) of the sum
+ * reach: the input lines from the first pixel's top kernel row to the last
+ * pixel's bottom one, clamped to their images (count >= 1). */
+static inline void cg_input_span(const cg_plan *p, int64_t r, int64_t count, int64_t *first,
+                                 int64_t *last)
+{
+    const cg_pixel a = cg_pixel_of_row(p, r), z = cg_pixel_of_row(p, r + count - 1);
+    int64_t top = a.oh * p->stride_h - p->pad_u;
+    int64_t bottom = z.oh * p->stride_h - p->pad_u + (p->kernel_h - 1) * p->dil_h + 1;
+    top = top < 0 ? 0 : top > p->in_h ? p->in_h : top;
+    bottom = bottom < 0 ? 0 : bottom > p->in_h ? p->in_h : bottom;
+    *first = (a.n * p->in_h + top) * p->in_w * p->cin;
+    *last = (z.n * p->in_h + bottom) * p->in_w * p->cin;
+}
+
 /* Element index of x[n][iy][ix][channel], or -1 where (iy, ix) is padding. */
 static inline int64_t cg_x_index(const cg_plan *p, const cg_pixel *px, int64_t kh, int64_t kw,
                                  int64_t channel)
