@@ -142,12 +142,21 @@ int is_depthwise(const bench_layer *L);
 /* One implementation, dtype and mask on one layer: medians of the timed
  * (interleaved) rounds, and of the warm burst after them (back-to-back calls;
  * warm_reps 0: none). */
+/* The cost of the same bits on every mask: convgrad (fp32) and cg any-order on
+ * the same mask, back to back in pairs (the first of them in turn), each the
+ * best of COST_CALLS calls; the median of convgrad's time over any-order's.
+ * Drift between two calls a few ms apart is small; between two medians taken
+ * over minutes it is not. */
+enum { COST_PAIRS = 15, QUICK_COST_PAIRS = 3, COST_CALLS = 2 };
+
 typedef struct result {
     int layer, impl, dtype, mask, cores, reps;
     double median_ms, min_ms, max_ms, gflops;
     int warm_reps;
     double warm_ms, warm_gflops;
     double reorder_ms; /* oneDNN: the conversion to OHWI, not in median_ms */
+    double cost_ratio; /* any-order: the median of convgrad's time over its own, in pairs
+                          back to back (0: none) */
     int ok;
     int same_bits; /* convgrad on 2+ cores: 1 its 1-core result's bits, 0 not, -1 not compared */
     char check_desc[200];

@@ -799,6 +799,8 @@ typedef struct runner {
     int nt;
     double warm[WARM_MAX_CALLS]; /* the warm burst's seconds */
     int nwarm;
+    double cost[COST_PAIRS]; /* any-order: convgrad's time over its own, a pair each */
+    int ncost;
     void *out; /* convgrad (fp32 or fp16) and baseline results */
     size_t out_bytes;
     void *ws; /* convgrad workspace */
@@ -1127,6 +1129,13 @@ static double est_runner(const bench_layer *L, int impl, int dtype, int cores, c
     return (o->warmup + reps) * (t + settle) + est_warm(t, settle, o);
 }
 
+/* Model seconds of the cost pairs of convgrad against any-order. */
+static double est_cost_pairs(const bench_layer *L, int cores, const options *o)
+{
+    const double t = guess_seconds(L, IMPL_CONVGRAD, cores);
+    return t > WARM_MAX_CALL_S ? 0 : 2.0 * COST_CALLS * (o->quick ? QUICK_COST_PAIRS : COST_PAIRS) * t;
+}
+
 /* The same for a training-step runner: three convolutions a step, --train-reps rounds. */
 static double est_train_runner(const bench_layer *L, int impl, int cores, const options *o)
 {
@@ -1330,6 +1339,38 @@ static void warm_burst(run_state *st, runner *r, layer_ctx *c, int round)
     }
     if (!is_convgrad(r->impl) && r->cores > 1 && o->settle_ms > 0)
         bench_settle_ms(o->settle_ms);
+}
+
+/* The best of COST_CALLS calls of r, in seconds; -1 where one failed. */
+static double best_call(runner *r, layer_ctx *c)
+{
+    double best = -1;
+    for (int k = 0; k < COST_CALLS; ++k) {
+        const double dt = run_once(r, c, -1);
+        if (dt < 0)
+            return -1;
+        best = best < 0 || dt < best ? dt : best;
+    }
+    return best;
+}
+
+/* any's cost pairs against cg (convgrad, fp32, the same mask): none where a
+ * call is over WARM_MAX_CALL_S, as the warm bursts. */
+static void cost_pairs(run_state *st, runner *cg, runner *any, layer_ctx *c)
+{
+    const options *o = st->o;
+    if (cg->nt == 0 || any->nt == 0 || bench_median(cg->t, cg->nt) > WARM_MAX_CALL_S)
+        return;
+    progress("[%d/%d] %-14s same bits vs any-order %2d core%s", st->layer_pos + 1, o->nlayers,
+             c->L->name, cg->cores, cg->cores == 1 ? " " : "s");
+    const int pairs = o->quick ? QUICK_COST_PAIRS : COST_PAIRS;
+    for (int i = 0; i < pairs; ++i) {
+        runner *first = i % 2 ? any : cg, *second = i % 2 ? cg : any;
+        const double a = best_call(first, c), b = best_call(second, c);
+        if (a <= 0 || b <= 0)
+            return;
+        any->cost[any->ncost++] = i % 2 ? b / a : a / b;
+    }
 }
 
 static void run_layer(run_state *st, int li)
@@ -1556,6 +1597,13 @@ static void run_layer(run_state *st, int li)
                 st->train_s += bench_now() - t_run0;
         }
 
+    /* the cost of the same bits: convgrad against any-order, in pairs */
+    for (int i = 0; i < nr; ++i)
+        for (int k = 0; k < nr; ++k)
+            if (rs[i].impl == IMPL_CONVGRAD && !rs[i].train && rs[i].dtype == DT_FP32 &&
+                rs[k].impl == IMPL_ANY_ORDER && !rs[k].train && rs[k].cores == rs[i].cores)
+                cost_pairs(st, &rs[i], &rs[k], &c);
+
     /* oneDNN's conversion to OHWI: timed on its own, after the rounds */
     for (int i = 0; i < nr; ++i) {
         runner *r = &rs[i];
@@ -1757,6 +1805,8 @@ static void run_layer(run_state *st, int li)
             res->warm_ms = bench_median(r->warm, r->nwarm) * 1e3;
             res->warm_gflops = c.flops / (res->warm_ms * 1e-3) * 1e-9;
         }
+        if (r->ncost > 0)
+            res->cost_ratio = bench_median(r->cost, r->ncost);
         if (r->impl == IMPL_ONEDNN) {
             int n = o->reps < 5 ? o->reps : 5;
             res->reorder_ms = bench_median(r->t_reorder, n) * 1e3;
@@ -2050,6 +2100,7 @@ int main(int argc, char **argv)
             if (o.fp32)
                 st.est_total +=
                     2 * est_runner(L, IMPL_CONVGRAD, DT_FP32, c, &o) + /* and any-order */
+                    est_cost_pairs(L, c, &o) +
                     est_runner(L, IMPL_BASELINE, DT_FP32, c, &o) +
                     (onednn_available() ? est_runner(L, IMPL_ONEDNN, DT_FP32, c, &o) : 0);
             if (o.fp16)

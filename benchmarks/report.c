@@ -211,12 +211,15 @@ void print_roofline_table(void)
 
 /* ---- what the same bits on every core_mask cost ------------------------------------- */
 
-/* convgrad's judged time over cg any-order's on (layer, cores) - 1, in %; NAN: not both. */
+/* convgrad's time over cg any-order's on (layer, cores) - 1, in %: the median
+ * of the pairs back to back, else of the judged medians; NAN: not both. */
 static double reproducible_cost_pct(int li, int cores)
 {
     const result *cg = find_result(li, IMPL_CONVGRAD, DT_FP32, cores);
     const result *any = find_result(li, IMPL_ANY_ORDER, DT_FP32, cores);
-    return cg && any ? 100.0 * (judged_ms(cg) / judged_ms(any) - 1.0) : NAN;
+    if (!cg || !any)
+        return NAN;
+    return 100.0 * ((any->cost_ratio > 0 ? any->cost_ratio : judged_ms(cg) / judged_ms(any)) - 1.0);
 }
 
 /* Geometric mean of convgrad's time over any-order's at `cores`, as a cost in %;
@@ -247,14 +250,18 @@ void print_reproducible_cost(void)
             if (!header++) {
                 say("\nWhat the same bits on every core_mask cost (fp32 filter gradient): "
                     "convgrad, whose sums are cut by the shape alone, against cg any-order "
-                    "(cg_set_reproducible(0): one piece of each sum a core), warm medians "
-                    "(interleaved where no burst)\n");
+                    "(cg_set_reproducible(0): one piece of each sum a core); cost: the median "
+                    "of convgrad's time over any-order's in pairs of calls back to back (each "
+                    "the best of %d), where a layer had them ('*': of the warm medians "
+                    "(interleaved where no burst), shown beside)\n",
+                    COST_CALLS);
                 say("%-*s %5s %12s %14s %8s\n", name_width(), "layer", "cores", "convgrad ms",
                     "any-order ms", "cost");
             }
-            say("%-*s %5d %12.3f %14.3f %+7.1f%%\n", name_width(), bench_layers[li].name, c,
-                judged_ms(find_result(li, IMPL_CONVGRAD, DT_FP32, c)),
-                judged_ms(find_result(li, IMPL_ANY_ORDER, DT_FP32, c)), pct);
+            const result *any = find_result(li, IMPL_ANY_ORDER, DT_FP32, c);
+            say("%-*s %5d %12.3f %14.3f %+7.1f%%%s\n", name_width(), bench_layers[li].name, c,
+                judged_ms(find_result(li, IMPL_CONVGRAD, DT_FP32, c)), judged_ms(any), pct,
+                any->cost_ratio > 0 ? "" : " *");
         }
     for (int c = 1; header && c <= K; ++c) {
         int n;
@@ -604,7 +611,7 @@ int write_csv(const char *out_dir)
             "onednn_impl,onednn_reorder_to_ohwi_ms,workspace_bytes,scratch_per_core_bytes,"
             "warm_reps,warm_median_ms,warm_gflops,warm_pct_fma_limit,warm_ratio_vs_onednn,"
             "warm_speedup_vs_1core,min_bytes,memory_bound,bandwidth_gb_per_s,gb_per_s,"
-            "pct_bandwidth,warm_gb_per_s,warm_pct_bandwidth");
+            "pct_bandwidth,warm_gb_per_s,warm_pct_bandwidth,cost_pairs_ratio");
     csv_end_row(f, 1);
     for (int i = 0; i < g_nresults; ++i) {
         const result *r = &g_results[i];
@@ -671,6 +678,9 @@ int write_csv(const char *out_dir)
             if (ms[k] > 0 && bw > 0)
                 fprintf(f, "%.2f", pct_bandwidth(bytes, ms[k], r->cores));
         }
+        fputc(',', f); /* any-order: convgrad's time over its own, the pairs' median */
+        if (r->cost_ratio > 0)
+            fprintf(f, "%.4f", r->cost_ratio);
         csv_end_row(f, 0);
     }
     return csv_close(f, path);
