@@ -837,7 +837,7 @@ static void check_dwconv_pixel(cg_dwconv_pixel_fn *fn, const char *name, cg_isa 
 static int dwconv_run_wrong(cg_dwconv_run_fn *fn, int n, int kh_n, int kw, int kw0, int kw1,
                             int pixels, int back, int with_init, cgt_rng *r)
 {
-    enum { KH = 3, MOST = 25 * 64 + 1 };
+    enum { KH = 3, MOST = 33 * 64 + 1 };
     /* got line-aligned, so that a kernel may stream whole blocks into it */
     static float got[MOST] __attribute__((aligned(64))), want[MOST], init[64], w[KH * 5 * 64];
     const int64_t spread = n % 3, pixel_step = n + spread, taps = kw1 - kw0;
@@ -896,8 +896,8 @@ static int dwconv_run_wrong(cg_dwconv_run_fn *fn, int n, int kh_n, int kw, int k
 static void check_dwconv_run(cg_dwconv_run_fn *fn, const char *name, cg_isa isa, int mr, int nr)
 {
     (void)isa, (void)mr;
-    /* blocks of 8, and of 12 where three taps are a pixel apart (AVX2) */
-    const int widths[] = {1, 3, 5}, pixel_counts[] = {1, 7, 8, 9, 12, 17, 25};
+    /* blocks of 8, and of 12 (AVX2) or 16 (AVX-512) where three taps are a pixel apart */
+    const int widths[] = {1, 3, 5}, pixel_counts[] = {1, 7, 8, 9, 12, 16, 17, 25, 33};
     cgt_rng r;
     cgt_rng_seed(&r, cgt_base_seed());
     for (int n = 1; n <= 3 * nr + 5; n += n < nr + 2 ? 1 : 5)
