@@ -5,7 +5,8 @@
  * (cg_gemm_runs_fn). The register tile follows the width: 8 x 48, 12 x 32 or
  * 24 x 16 for the packed kernel (24 accumulators each, so a narrow tail of
  * columns still keeps both FMA ports busy), 8 rows for the in-place ones (a
- * pointer a row in a register). Both panels are read in order (the packer
+ * pointer a row in a register), but for the runs' whole tiles of 32 or 16
+ * columns (12 x 32, 24 x 16: their rows lie side by side). Both panels are read in order (the packer
  * laid them out so), C only at the ends: its lines are prefetched when a
  * tile starts and needed when it ends. */
 #include "kernels/list.h"
@@ -247,6 +248,39 @@ AVX512F static ALWAYS_INLINE void runs_tile(const int nv, const int whole, int r
     store_tile(ROWS, nv, m, n, beta, NULL, c, ldc, acc);
 }
 
+/* A whole tile of `rows` rows (12 for 32 columns, 24 for 16: 24
+ * accumulators, where 8 rows keep 16 or 8), A's rows broadcast from one
+ * pointer: they are consecutive floats of a run (dy's channels). Each
+ * element's sum takes the same FMAs in the same order as in runs_tile. */
+AVX512F static ALWAYS_INLINE void runs_tall_tile(const int rows, const int nv, const int whole,
+                                                 int row0, int n, int runs, const cg_gemm_run *run,
+                                                 int64_t lda, int64_t ldb, float beta, float *c,
+                                                 int ldc)
+{
+    prefetch_tile(nv, rows, c, ldc);
+    __m512 acc[24][3];
+    zero_tile(rows, nv, acc);
+    const __mmask16 last = last_vector(nv, n);
+    for (int q = 0; q < runs; q++) {
+        const float *a = run[q].a + row0, *b = run[q].b;
+        for (int64_t p = 0; p < run[q].len; p++, a += lda, b += ldb) {
+            __m512 bv[3];
+#pragma GCC unroll 3
+            for (int v = 0; v < nv; v++)
+                bv[v] = whole || v < nv - 1 ? _mm512_loadu_ps(b + 16 * v)
+                                            : _mm512_maskz_loadu_ps(last, b + 16 * v);
+#pragma GCC unroll 24
+            for (int r = 0; r < rows; r++) {
+                const __m512 av = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 3
+                for (int v = 0; v < nv; v++)
+                    acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+            }
+        }
+    }
+    store_tile(rows, nv, rows, n, beta, NULL, c, ldc, acc);
+}
+
 typedef void runs_tile_fn(int, int, int, int, const cg_gemm_run *, int64_t, int64_t, float, float *,
                           int);
 #define RUNS_TILE(name, nv, whole)                                                                 \
@@ -262,6 +296,18 @@ RUNS_TILE(runs_8x48_masked, 3, 0)
 RUNS_TILE(runs_8x32_masked, 2, 0)
 RUNS_TILE(runs_8x16_masked, 1, 0)
 #undef RUNS_TILE
+#define RUNS_TALL_TILE(name, rows, nv, whole)                                                      \
+    AVX512F static void name(int row0, int m, int n, int runs, const cg_gemm_run *run,             \
+                             int64_t lda, int64_t ldb, float beta, float *c, int ldc)              \
+    {                                                                                              \
+        (void)m;                                                                                   \
+        runs_tall_tile(rows, nv, whole, row0, n, runs, run, lda, ldb, beta, c, ldc);               \
+    }
+RUNS_TALL_TILE(runs_12x32, 12, 2, 1)
+RUNS_TALL_TILE(runs_24x16, 24, 1, 1)
+RUNS_TALL_TILE(runs_12x32_masked, 12, 2, 0)
+RUNS_TALL_TILE(runs_24x16_masked, 24, 1, 0)
+#undef RUNS_TALL_TILE
 
 void cg_f32_gemm_runs_avx512_24x48(int m, int n, int runs, const cg_gemm_run *run, int64_t lda,
                                    int64_t ldb, float beta, float *c, int ldc)
@@ -269,9 +315,17 @@ void cg_f32_gemm_runs_avx512_24x48(int m, int n, int runs, const cg_gemm_run *ru
     /* by vectors, and whether the last one is whole */
     static runs_tile_fn *const tiles[2][3] = {
         {runs_8x16_masked, runs_8x32_masked, runs_8x48_masked}, {runs_8x16, runs_8x32, runs_8x48}};
-    runs_tile_fn *const run_tile = tiles[n % 16 == 0][(n + 15) / 16 - 1];
-    for (int r = 0; r < m; r += ROWS)
-        run_tile(r, m - r < ROWS ? m - r : ROWS, n, runs, run, lda, ldb, beta, c + (size_t)r * ldc,
+    static runs_tile_fn *const tall[2][2] = {{runs_24x16_masked, runs_12x32_masked},
+                                             {runs_24x16, runs_12x32}};
+    const int nv = (n + 15) / 16, height = nv == 3 ? ROWS : PANEL / nv;
+    runs_tile_fn *run_tile = tiles[n % 16 == 0][nv - 1];
+    int rows = ROWS;
+    if (nv < 3 && m % height == 0) { /* whole tall tiles */
+        run_tile = tall[n % 16 == 0][nv - 1];
+        rows = height;
+    }
+    for (int r = 0; r < m; r += rows)
+        run_tile(r, m - r < rows ? m - r : rows, n, runs, run, lda, ldb, beta, c + (size_t)r * ldc,
                  ldc);
 }
 
