@@ -147,7 +147,7 @@ int is_depthwise(const bench_layer *L);
  * best of COST_CALLS calls; the median of convgrad's time over any-order's.
  * Drift between two calls a few ms apart is small; between two medians taken
  * over minutes it is not. */
-enum { COST_PAIRS = 15, QUICK_COST_PAIRS = 3, COST_CALLS = 2 };
+enum { COST_PAIRS = 15, QUICK_COST_PAIRS = 2, COST_CALLS = 2 };
 
 typedef struct result {
     int layer, impl, dtype, mask, cores, reps;

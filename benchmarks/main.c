@@ -69,7 +69,8 @@ enum { DEFAULT_REPS = 40, QUICK_REPS = 2, DEFAULT_WARMUP = 2, QUICK_WARMUP = 1 }
  * a WARM_ROUNDS-th of the budget (one at least); none for a call slower than
  * WARM_MAX_CALL_S, whose interleaved figure stands (so long a call is not
  * helped by warm caches, and the bursts would cost seconds). */
-enum { DEFAULT_WARM_MS = 300, QUICK_WARM_MS = 50, WARM_ROUNDS = 8, WARM_MAX_CALLS = 200 };
+enum { DEFAULT_WARM_MS = 300, QUICK_WARM_MS = 50, WARM_MAX_CALLS = 200 };
+enum { WARM_ROUNDS = 8, QUICK_WARM_ROUNDS = 2 };
 static const double WARM_MAX_CALL_S = 0.5;
 /* Timed rounds of the training step per layer and mask (of the layer's --reps),
  * fewer than the filter gradient's: a step costs three convolutions. */
@@ -345,7 +346,8 @@ static void usage(FILE *f)
             "                   real cores, checked against the measured one at the CPU\n"
             "                   count; emulate.csv and gantt.png (one call, a row a core)\n"
             "  --dtype T        fp32, fp16 or both (default both; fp16 = hp_conv_grad_filter_s)\n"
-            "  --quick          smoke test: %d rounds, %d warm-up, small limit measurements\n"
+            "  --quick          smoke test: %d rounds, %d warm-up, %d warm rounds, %d cost\n"
+            "                   pairs, small limit measurements\n"
             "                   (64 MiB STREAM arrays, not 4x the last-level cache)\n"
             "  --out DIR        where results.csv, training.csv, limits.csv, overhead.csv,\n"
             "                   metadata.csv (the build and the CPU), summary.txt and the\n"
@@ -364,7 +366,8 @@ static void usage(FILE *f)
             "malformed --shapes line).\n"
             "Targets missed are reported, not an error.\n",
             DEFAULT_WARM_MS, QUICK_WARM_MS, WARM_ROUNDS, WARM_ROUNDS, WARM_MAX_CALL_S, DEFAULT_REPS,
-            DEFAULT_WARMUP, DEFAULT_TRAIN_REPS, QUICK_REPS, QUICK_WARMUP, DEFAULT_OUT, SETTLE_MS);
+            DEFAULT_WARMUP, DEFAULT_TRAIN_REPS, QUICK_REPS, QUICK_WARMUP, QUICK_WARM_ROUNDS,
+            QUICK_COST_PAIRS, DEFAULT_OUT, SETTLE_MS);
 }
 
 static int parse_int(const char *s, long *out)
@@ -1101,6 +1104,12 @@ static double guess_seconds(const bench_layer *L, int impl, int cores)
     }
 }
 
+/* The warm rounds of the run (--quick: fewer). */
+static int warm_rounds(const options *o)
+{
+    return o->quick ? QUICK_WARM_ROUNDS : WARM_ROUNDS;
+}
+
 /* Model seconds of the warm bursts of calls of t seconds each (none over
  * WARM_MAX_CALL_S): a round's untimed call, then its share of the budget (one
  * call at least). */
@@ -1108,8 +1117,8 @@ static double est_warm(double t, double settle, const options *o)
 {
     if (o->warm_ms <= 0 || t > WARM_MAX_CALL_S)
         return 0;
-    const double share = o->warm_ms * 1e-3 / WARM_ROUNDS;
-    return WARM_ROUNDS * ((t > share ? t : share) + t + settle);
+    const double share = o->warm_ms * 1e-3 / warm_rounds(o);
+    return warm_rounds(o) * ((t > share ? t : share) + t + settle);
 }
 
 /* Model seconds of one runner over a layer: its runs (a slow one capped as the
@@ -1313,8 +1322,8 @@ static void phase_medians(const runner *r, int first, int n, double ms[NPHASE])
     free(v);
 }
 
-/* r's warm burst of round `round` (< WARM_ROUNDS), after the timed rounds: one
- * untimed call (or step), then back-to-back ones for a WARM_ROUNDS-th of
+/* r's warm burst of round `round` (< warm_rounds), after the timed rounds: one
+ * untimed call (or step), then back-to-back ones for a warm_rounds-th of
  * --warm-ms (one at least), into r->warm; a training-step runner's phases go
  * to its slots after the timed rounds'. None when r has no timed run or its
  * interleaved median is over WARM_MAX_CALL_S. */
@@ -1325,13 +1334,13 @@ static void warm_burst(run_state *st, runner *r, layer_ctx *c, int round)
         return;
     progress("[%d/%d] %-14s %-13s %2d core%s  warm burst %d/%d", st->layer_pos + 1, o->nlayers,
              c->L->name, runner_label(r), r->cores, r->cores == 1 ? " " : "s", round + 1,
-             WARM_ROUNDS);
+             warm_rounds(o));
     const double t0 = bench_now();
     if (run_once(r, c, -1) < 0)
         return;
-    const int first = r->nwarm, most = (round + 1) * WARM_MAX_CALLS / WARM_ROUNDS;
+    const int first = r->nwarm, most = (round + 1) * WARM_MAX_CALLS / warm_rounds(o);
     while (r->nwarm < most &&
-           (r->nwarm == first || bench_now() - t0 < o->warm_ms * 1e-3 / WARM_ROUNDS)) {
+           (r->nwarm == first || bench_now() - t0 < o->warm_ms * 1e-3 / warm_rounds(o))) {
         double dt = run_once(r, c, o->reps + r->nwarm);
         if (dt < 0)
             break;
@@ -1588,7 +1597,7 @@ static void run_layer(run_state *st, int li)
     /* the warm bursts: every runner's back-to-back calls (or steps), in
      * rounds after the timed ones (the checks below then see a burst's last
      * result) */
-    for (int round = 0; round < WARM_ROUNDS && o->warm_ms > 0; ++round)
+    for (int round = 0; round < warm_rounds(o) && o->warm_ms > 0; ++round)
         for (int k = 0; k < nr; ++k) {
             runner *r = &rs[(k + round) % nr];
             const double t_run0 = bench_now();
@@ -1959,7 +1968,7 @@ int main(int argc, char **argv)
         say("warm figures: after the rounds, %d rounds more in which every implementation and "
             "mask (the training step's too) makes one untimed call then back-to-back calls for "
             "%d ms (one at least), median of all; none for a call over %.1f s (--warm-ms)\n",
-            WARM_ROUNDS, o.warm_ms / WARM_ROUNDS, WARM_MAX_CALL_S);
+            warm_rounds(&o), o.warm_ms / warm_rounds(&o), WARM_MAX_CALL_S);
     else
         say("warm figures: left out (--warm-ms 0): the targets are judged on the interleaved "
             "medians\n");
