@@ -721,8 +721,6 @@ typedef struct span {
     int64_t bytes;
 } span;
 
-enum { MOST_AHEAD_BYTES = 1 << 20 };
-
 /* The lines of x (fp32) that the tile after one ending at `row` (of at most
  * `rows` pixels, before `last`) reaches: nothing where there is none. */
 static span next_input_lines(const cg_plan *p, const float *x, int64_t row, int64_t rows,
@@ -732,8 +730,7 @@ static span next_input_lines(const cg_plan *p, const float *x, int64_t row, int6
         return (span){NULL, 0};
     int64_t first, end;
     cg_input_span(p, row, min64(rows, last - row), &first, &end);
-    return (span){(const char *)(x + first),
-                  min64((end - first) * (int64_t)sizeof(float), MOST_AHEAD_BYTES)};
+    return (span){(const char *)(x + first), (end - first) * (int64_t)sizeof(float)};
 }
 
 /* The lines of dy (fp32) that the input gradient's tile after one ending at
@@ -751,8 +748,7 @@ static span next_dy_lines(const cg_plan *p, const float *dy, int64_t q, int64_t 
     const int64_t line = p->out_w * p->cout;
     const int64_t first = (q / in_plane * p->out_h + top) * line;
     const int64_t end = (z / in_plane * p->out_h + bottom) * line;
-    return (span){(const char *)(dy + first),
-                  min64(max64(0, end - first) * (int64_t)sizeof(float), MOST_AHEAD_BYTES)};
+    return (span){(const char *)(dy + first), max64(0, end - first) * (int64_t)sizeof(float)};
 }
 
 /* C[pixel][channel] for each group g: group g's columns of A (segments of

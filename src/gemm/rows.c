@@ -16,6 +16,11 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
 static int64_t round_up(int64_t x, int64_t unit)
 {
     return (x + unit - 1) / unit * unit;
@@ -65,6 +70,9 @@ static void pack_a(const cg_gemm_blocking *bl, const cg_rows_matrix *a, int64_t 
         }
 }
 
+/* Of cg_rows_matrix.next, the bytes a product asks for at most. */
+enum { MOST_AHEAD_BYTES = 1 << 20 };
+
 /* Where a piece of A is padding: read as a row of zeros. */
 static const float zero_row[CG_KC_MOST] __attribute__((aligned(64)));
 
@@ -110,19 +118,16 @@ void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
                          MOST_PIECES * sizeof(float *) <= (size_t)bl->kc * sizeof(float);
     const float **ptr = (const float **)(void *)pack;
     int len[MOST_PIECES], pieces = 0;
-    /* B in L2 already: the calls ask for the caller's next rows instead,
-     * a share each (a call's rows are read from memory once, by the first
-     * micro-panel's calls, and would wait on it there) */
-    const int64_t b_bytes = k * np * (int64_t)sizeof(float);
-    const int ahead = a->next && 2 * b_bytes <= cg_kernels()->l2_bytes;
-    const int64_t calls = ((k + bl->kc - 1) / bl->kc) * (q_last - q_first) *
-                          ((min64(m, bl->mc) + bl->mr - 1) / bl->mr) * ((m + bl->mc - 1) / bl->mc);
-    const int64_t ahead_share = ahead ? round_up((a->next_bytes + calls - 1) / calls, 64) : 0;
-    const char *ahead_at = NULL, *ahead_end = NULL;
-    if (ahead) {
-        ahead_at = a->next;
-        ahead_end = a->next + a->next_bytes;
-    }
+    /* B in L2 already: the calls ask for the caller's next rows instead
+     * (at most MOST_AHEAD_BYTES), a share each (a call's rows are read from
+     * memory once, by the first micro-panel's calls, and would wait on it
+     * there) */
+    const int ahead = a->next && 2 * k * np * (int64_t)sizeof(float) <= cg_kernels()->l2_bytes;
+    const int64_t calls =
+        max64(1, (k + bl->kc - 1) / bl->kc * (q_last - q_first) * ((m + bl->mr - 1) / bl->mr));
+    const int64_t ahead_bytes = ahead ? min64(a->next_bytes, MOST_AHEAD_BYTES) : 0;
+    const int64_t ahead_share = round_up((ahead_bytes + calls - 1) / calls, 64);
+    const char *ahead_at = ahead ? a->next : NULL, *ahead_end = ahead ? a->next + ahead_bytes : NULL;
     for (int64_t ic = 0; ic < m; ic += bl->mc) {
         const int64_t mb = min64(bl->mc, m - ic);
         for (int64_t pc = 0; pc < k; pc += bl->kc) {

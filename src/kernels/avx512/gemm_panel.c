@@ -19,6 +19,19 @@ enum { PANEL = 24, NR = 48, ROWS = 8 /* the in-place kernels' tile */ };
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define AVX512F __attribute__((target("avx512f")))
 
+/* acc[r][v] += a[r] * bv[v], r < rows: A's values side by side. */
+AVX512F static ALWAYS_INLINE void broadcast_step(const int rows, const int nv, const float *a,
+                                                 const __m512 bv[3], __m512 acc[24][3])
+{
+#pragma GCC unroll 24
+    for (int r = 0; r < rows; r++) {
+        const __m512 av = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 3
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+}
+
 /* acc[r][v] += a[r] * b[16v..16v+15], one step of the sum. */
 AVX512F static ALWAYS_INLINE void fma_step(const int rows, const int nv, const float *a,
                                            const float *b, __m512 acc[24][3])
@@ -27,13 +40,7 @@ AVX512F static ALWAYS_INLINE void fma_step(const int rows, const int nv, const f
 #pragma GCC unroll 3
     for (int v = 0; v < nv; v++)
         bv[v] = _mm512_loadu_ps(b + 16 * v);
-#pragma GCC unroll 24
-    for (int r = 0; r < rows; r++) {
-        const __m512 av = _mm512_set1_ps(a[r]);
-#pragma GCC unroll 3
-        for (int v = 0; v < nv; v++)
-            acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-    }
+    broadcast_step(rows, nv, a, bv, acc);
 }
 
 /* acc[r][v] += rows[r][at] * bv[v], r < ROWS: one step of the in-place
@@ -219,6 +226,17 @@ void cg_f32_gemm_indirect_avx512_24x48(int m, int n, int pieces, const int *len,
 
 /* ---- gemm_runs ---------------------------------------------------------- */
 
+/* A run's step of B: nv vectors, the last a masked load only where it is
+ * not whole (`whole`: none a step). */
+AVX512F static ALWAYS_INLINE void load_b(const int nv, const int whole, __mmask16 last,
+                                         const float *b, __m512 bv[3])
+{
+#pragma GCC unroll 3
+    for (int v = 0; v < nv; v++)
+        bv[v] = whole || v < nv - 1 ? _mm512_loadu_ps(b + 16 * v)
+                                    : _mm512_maskz_loadu_ps(last, b + 16 * v);
+}
+
 /* Tiles of 8 rows (48, 32 or 16 columns), B's last vector a masked load
  * only where it is not whole (`whole`: none a step), A's rows broadcast
  * through a pointer each (rows past m repeat row m - 1, never stored): one
@@ -238,10 +256,7 @@ AVX512F static ALWAYS_INLINE void runs_tile(const int nv, const int whole, int r
             row[r] = run[q].a + row0 + (r < m ? r : m - 1);
         for (int64_t p = 0, at = 0; p < run[q].len; p++, at += lda, b += ldb) {
             __m512 bv[3];
-#pragma GCC unroll 3
-            for (int v = 0; v < nv; v++)
-                bv[v] = whole || v < nv - 1 ? _mm512_loadu_ps(b + 16 * v)
-                                            : _mm512_maskz_loadu_ps(last, b + 16 * v);
+            load_b(nv, whole, last, b, bv);
             rows_step(nv, row, at, bv, acc);
         }
     }
@@ -265,17 +280,8 @@ AVX512F static ALWAYS_INLINE void runs_tall_tile(const int rows, const int nv, c
         const float *a = run[q].a + row0, *b = run[q].b;
         for (int64_t p = 0; p < run[q].len; p++, a += lda, b += ldb) {
             __m512 bv[3];
-#pragma GCC unroll 3
-            for (int v = 0; v < nv; v++)
-                bv[v] = whole || v < nv - 1 ? _mm512_loadu_ps(b + 16 * v)
-                                            : _mm512_maskz_loadu_ps(last, b + 16 * v);
-#pragma GCC unroll 24
-            for (int r = 0; r < rows; r++) {
-                const __m512 av = _mm512_set1_ps(a[r]);
-#pragma GCC unroll 3
-                for (int v = 0; v < nv; v++)
-                    acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-            }
+            load_b(nv, whole, last, b, bv);
+            broadcast_step(rows, nv, a, bv, acc);
         }
     }
     store_tile(rows, nv, rows, n, beta, NULL, c, ldc, acc);
