@@ -604,8 +604,9 @@ static row_slices row_slices_of(const job *jb, int64_t total, int64_t least, int
 {
     row_slices rs = {total, jb->members, rank, rank + 1, 0};
     if (!cg_gemm_uses_packed()) {
-        rs.count = cg_slices_on(
-            max64(cg_slices_of(total, least, 0), min64(4, cg_slices_of(total, 32, 0))), jb->members);
+        rs.count =
+            cg_slices_on(max64(cg_slices_of(total, least, 0), min64(4, cg_slices_of(total, 32, 0))),
+                         jb->members);
         cg_split_range(rs.count, rank, jb->members, &rs.s0, &rs.s1);
     }
     rs.longest = (total + rs.count - 1) / rs.count;
@@ -753,21 +754,42 @@ static span next_dy_lines(const cg_plan *p, const float *dy, int64_t q, int64_t 
 
 /* C[pixel][channel] for each group g: group g's columns of A (segments of
  * seg_len made of pieces, a tap's channels each; group g's from column g *
- * group_cols of each) times group g's packed B (b, b_group floats apart),
- * written into the columns of its micro-panels `cols` of group g's n
- * columns of c, each row starting from the bias (NULL: none). */
+ * group_cols of each) times group g's B (b: packed, groups b_group floats
+ * apart, or from w, groups w_group floats apart), written into the columns
+ * of its micro-panels `cols` of group g's n columns of c, each row starting
+ * from the bias (NULL: none). */
 static void rows_product(const job *jb, const float *src, const int64_t *tab, int64_t segments,
                          int64_t count, int64_t seg_len, int64_t piece, int64_t group_cols,
-                         int64_t k, int64_t n, panels cols, const float *b, int64_t b_group,
-                         const float *bias, float *c, int64_t ldc, float *pack, span next)
+                         int64_t k, int64_t n, panels cols, const cg_rows_b *b, int64_t b_group,
+                         int64_t w_group, const float *bias, float *c, int64_t ldc, float *pack,
+                         span next)
 {
     const int64_t e = segments * count;
     for (int64_t g = 0; g < jb->plan.groups; g++) {
-        const cg_rows_matrix a = {src,   tab,     tab + e,      tab + 2 * e, count,     seg_len,
-                                  piece, g * group_cols, next.at, next.bytes};
-        cg_gemm_rows(cg_gemm_blocking_here(), count, n, k, &a, b + g * b_group, cols.first,
-                     cols.last, 0.0f, bias ? bias + g * n : NULL, c + g * n, ldc, pack);
+        const cg_rows_matrix a = {src,     tab,   tab + e,        tab + 2 * e, count,
+                                  seg_len, piece, g * group_cols, next.at,     next.bytes};
+        cg_rows_b bg = *b;
+        if (bg.packed)
+            bg.packed += g * b_group;
+        else
+            bg.src += g * w_group;
+        cg_gemm_rows(cg_gemm_blocking_here(), count, n, k, &a, &bg, cols.first, cols.last, 0.0f,
+                     bias ? bias + g * n : NULL, c + g * n, ldc, pack);
     }
+}
+
+/* Whether the forward packs w's B (b_floats packed, every group's) a
+ * micro-panel at a time as each core's kernels reach it (cg_rows_b), rather
+ * than all of it before them: where it is larger than L2 (the packed copy
+ * went to memory and back, and a core read panels another had packed:
+ * r50_3x3_7's 9.4 MB, its packing 10% of the forward, perf), A is read in
+ * place (a tap's `piece` channels), and each core's `rows` are one block of
+ * A (else every block would pack all of B again). */
+static int packs_b_as_it_goes(int64_t b_floats, int64_t rows, int64_t piece)
+{
+    const cg_gemm_blocking *bl = cg_gemm_blocking_here();
+    return b_floats * (int64_t)sizeof(float) > cg_kernels()->l2_bytes && bl->indirect &&
+           piece >= CG_INDIRECT_MIN_PIECE && rows <= cg_rows_tile_most(bl, 0);
 }
 
 /* The calling core's share of the kc blocks of B (the blocks dealt out in
@@ -794,9 +816,10 @@ static void pack_b_share(const job *jb, int rank, int64_t *block, const float *x
 
 /* Pixels a tile of the packed driver takes: its A block (mc) unless the
  * caller chose. */
-static int64_t rows_tile(const job *jb, int64_t rows)
+static int64_t rows_tile(const job *jb, int64_t rows, int b_packed)
 {
-    const int64_t want = jb->tile_rows > 0 ? jb->tile_rows : cg_gemm_blocking_here()->mc;
+    const int64_t want =
+        jb->tile_rows > 0 ? jb->tile_rows : cg_rows_tile_most(cg_gemm_blocking_here(), b_packed);
     return max64(1, min64(want, rows));
 }
 
@@ -885,30 +908,44 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
                   seg_len = runs ? p->kernel_w * p->cin : p->cin_g;
     int64_t first = 0, last = p->rows;
     panels cols = all_panels(p->cout_g);
-    if (splits_channels(jb, p->rows, p->cout_g))
+    const int by_channels = splits_channels(jb, p->rows, p->cout_g);
+    if (by_channels)
         cols = panels_share(jb, rank, p->cout_g);
     else
         cg_split_range(p->rows, rank, jb->members, &first, &last);
-    const int64_t tile_rows = rows_tile(jb, last - first), a_floats = (int64_t)cg_rows_a_floats(bl);
+    /* every core decides alike: by the shape and the core count alone */
+    const int as_it_goes = packs_b_as_it_goes(
+        p->groups * b_group, by_channels ? p->rows : (p->rows + jb->members - 1) / jb->members,
+        padded ? seg_len : p->cin_g);
+    const int64_t tile_rows = rows_tile(jb, last - first, !as_it_goes);
+    const int64_t a_floats = (int64_t)cg_rows_a_floats(bl);
     const int64_t pad_floats = padded ? padded_rows(p, tile_rows) * cg_padded_row_floats(p) : 0;
+    const int64_t b_at = a_floats + round_up(pad_floats, LINE_FLOATS);
+    const int64_t b_floats = as_it_goes  ? (int64_t)cg_rows_b_floats(bl, bl->kc, 1)
+                             : rank == 0 ? p->groups * b_group
+                                         : 0;
     int64_t *ints;
     float *mem;
-    if (core_scratch(jb, p->kernel_h + p->kernel_w + 3 * segments * tile_rows,
-                     a_floats + pad_floats + (rank == 0 ? p->groups * b_group : 0), &ints, &mem,
-                     err) != CG_OK)
+    if (core_scratch(jb, p->kernel_h + p->kernel_w + 3 * segments * tile_rows, b_at + b_floats,
+                     &ints, &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     float *pad = mem + a_floats;
-    if (rank == 0)
-        jb->packed_w = pad + pad_floats;
-    cm_bar_all(jb->core_mask, 1); /* core 0's buffer is known */
+    cg_rows_b b = {NULL, jb->in1, k, mem + b_at};
     cg_trace_mark since = cg_trace_start();
-    int64_t block = 0;
-    for (int64_t g = 0; g < p->groups; g++)
-        pack_b_share(jb, rank, &block, jb->in1 + g * p->cout_g * k, (size_t)k, 1, k, p->cout_g,
-                     (float *)jb->packed_w + g * b_group);
-    cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
-    cm_bar_all(jb->core_mask, 1); /* B is packed */
-    since = cg_trace_start();
+    if (!as_it_goes) {
+        if (rank == 0)
+            jb->packed_w = mem + b_at;
+        cm_bar_all(jb->core_mask, 1); /* core 0's buffer is known */
+        since = cg_trace_start();
+        int64_t block = 0;
+        for (int64_t g = 0; g < p->groups; g++)
+            pack_b_share(jb, rank, &block, jb->in1 + g * p->cout_g * k, (size_t)k, 1, k, p->cout_g,
+                         (float *)jb->packed_w + g * b_group);
+        cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
+        cm_bar_all(jb->core_mask, 1); /* B is packed */
+        since = cg_trace_start();
+        b.packed = jb->packed_w;
+    }
     axis ah, aw;
     kernel_taps(p, ints, ints + p->kernel_h, &ah, &aw);
     int64_t *tab = ints + p->kernel_h + p->kernel_w;
@@ -923,12 +960,12 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
             padded_tables(jb, &tl, pad, tab);
             cg_trace_inner_end(packing);
             rows_product(jb, pad, tab, segments, tl.count, seg_len, seg_len, p->cin_g, k, p->cout_g,
-                         cols, jb->packed_w, b_group, jb->bias, y, p->cout, mem,
+                         cols, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
                          (span){NULL, 0});
         } else {
             row_tables(&gx, &tl, ah, aw, runs, tab);
             rows_product(jb, jb->in0, tab, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
-                         p->cout_g, cols, jb->packed_w, b_group, jb->bias, y, p->cout, mem,
+                         p->cout_g, cols, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
                          next_input_lines(p, jb->in0, row + tl.count, tile_rows, last));
         }
         row += tl.count;
@@ -1165,12 +1202,12 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
     } else {
         const int runs = p->groups == 1 && adjacent_taps(aw);
         row_tables(&gdy, tl, ah, aw, runs, sp->tab);
-        const int64_t b_group = data_b_group(p, dt);
         const int64_t np = (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g);
+        const cg_rows_b packed = {jb->packed_w + phase_rows_before(p, dt, a, b) * np, NULL, 0,
+                                  NULL};
         rows_product(jb, jb->in0, sp->tab, nh * (runs ? 1 : nw), tl->count,
                      runs ? nw * p->cout : p->cout_g, p->cout_g, p->cout_g, kp, p->cin_g, sp->cols,
-                     jb->packed_w + phase_rows_before(p, dt, a, b) * np, b_group, NULL, c, p->cin,
-                     sp->pack, next);
+                     &packed, data_b_group(p, dt), 0, NULL, c, p->cin, sp->pack, next);
     }
     if (!direct)
         store_tile(sp->res, 0, jb->out, &gdx, tl, a, p->stride_h, b, p->stride_w, 0, p->cin);
@@ -1242,7 +1279,8 @@ static void data_pixels(const job *jb, const data_tables *dt, int64_t first, int
         /* one phase, the whole image: NHWC's tiles run on into the next image */
         for (int64_t q = first; q < last; q += tile_rows) {
             tile tl = {q / in_plane, p->in_h, p->in_w, q % in_plane, min64(tile_rows, last - q)};
-            data_tile(jb, dt, &tl, 0, 0, sp, next_dy_lines(p, jb->in0, q + tl.count, tile_rows, last));
+            data_tile(jb, dt, &tl, 0, 0, sp,
+                      next_dy_lines(p, jb->in0, q + tl.count, tile_rows, last));
         }
         return;
     }
@@ -1282,7 +1320,7 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     const int64_t gathered_width = (jb->nchw ? 1 : p->groups) * most_taps * p->cout_g;
     const int64_t a_floats = on_rows ? (int64_t)cg_rows_a_floats(cg_gemm_blocking_here()) : 0;
     const int64_t tile_rows =
-        on_rows ? rows_tile(jb, rs.longest)
+        on_rows ? rows_tile(jb, rs.longest, 1)
                 : rows_per_tile(jb, gathered_width + p->cin_g, rs.longest, GEMM_MIN_ROWS);
     const int64_t ints_h = phase_ints(p->kernel_h, p->stride_h, p->in_h);
     const int64_t ints_w = phase_ints(p->kernel_w, p->stride_w, p->in_w);
@@ -1431,10 +1469,11 @@ static void data_band(const job *jb, int64_t n, int64_t h0, int64_t h1, int64_t 
             tab[count + t] = 0;
             tab[2 * count + t] = p->cout;
         }
-        const cg_rows_matrix a = {jb->in0, tab,     tab + count, tab + 2 * count, count,
-                                  p->cout, p->cout, 0,           NULL,            0};
+        const cg_rows_matrix a = {
+            jb->in0, tab, tab + count, tab + 2 * count, count, p->cout, p->cout, 0, NULL, 0};
         const panels cols = all_panels(p->row_len);
-        cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, b, cols.first,
+        const cg_rows_b packed = {b, NULL, 0, NULL};
+        cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, &packed, cols.first,
                      cols.last, 0.0f, NULL, dcol, p->row_len, pack);
         for (int64_t t = 0, oh = px / p->out_w, ow = px % p->out_w; t < count; t++) {
             add_columns(p, dcol + t * p->row_len, n, oh, ow, h0, h1, dx);
@@ -1459,7 +1498,7 @@ static cg_status data_columns_core(job *jb, int rank, cg_error *err)
     const int64_t b_floats = (int64_t)cg_rows_b_floats(bl, p->cout, p->row_len);
     int64_t first, last;
     cg_split_range(p->batch * p->in_h, rank, jb->members, &first, &last);
-    const int64_t tile_rows = rows_tile(jb, p->out_w * p->out_h);
+    const int64_t tile_rows = rows_tile(jb, p->out_w * p->out_h, 1);
     const int64_t a_floats = (int64_t)cg_rows_a_floats(bl);
     const int64_t dcol_at = round_up(a_floats, LINE_FLOATS);
     const int64_t b_at = round_up(dcol_at + tile_rows * p->row_len, LINE_FLOATS);

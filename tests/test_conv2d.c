@@ -556,7 +556,8 @@ static void exact_nhwc_shapes(const char *test, const shape *shapes, size_t coun
  * few pixels for many channels, where the cores split the forward's output
  * channels and the input gradient's input channels instead of the pixels;
  * input pixels no tap reaches (a stride over a 1x1 kernel), every group's
- * channels of them zero.
+ * channels of them zero; a w larger than L2 (the forward's B packed a
+ * micro-panel at a time, on CPUs whose L2 is under 4.8 MB).
  * Every operation, masks 1 and 3, exact. */
 Test(conv2d, packed_driver_edges, .timeout = TEST_TIMEOUT)
 {
@@ -575,6 +576,9 @@ Test(conv2d, packed_driver_edges, .timeout = TEST_TIMEOUT)
          .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
         {"1x1 stride 1x2, groups 2, 64->16: pixels no tap reaches", .n = 2, .h = 6, .w = 5,
          .cin = 64, .cout = 16, .g = 2, .kh = 1, .kw = 1, .sw = 2},
+        {"3x3 256->520 on 7x7: w (4.8 MB) past L2, its B packed as the forward goes", .n = 1,
+         .h = 7, .w = 7, .cin = 256, .cout = 520, .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1,
+         .pr = 1},
     };
     /* clang-format on */
     static const int masks[] = {0x1, 0x3, 0}, tiles[] = {0, 7, 300, -1};

@@ -81,6 +81,19 @@ typedef struct cg_rows_matrix {
     int64_t next_bytes;
 } cg_rows_matrix;
 
+/* B (k x n) of cg_gemm_rows: packed whole before the call (`packed`, as
+ * cg_rows_b_floats says), or, where it is larger than L2 and its packed
+ * copy would go to memory and back, packed a micro-panel at a time as the
+ * product reaches it (`packed` NULL), into `panel` (kc x nr floats, 64-byte
+ * aligned), while the kernels on the one before ask for its lines: element
+ * (p, j) is src[j * ld + p] (the forward's w, a row a column). */
+typedef struct cg_rows_b {
+    const float *packed;
+    const float *src;
+    int64_t ld;
+    float *panel;
+} cg_rows_b;
+
 /* Floats B (k x n) takes packed for cg_gemm_rows: for each kc block of k
  * (kb steps, at pc * round_up(n, nr)), its ceil(n / nr) micro-panels one
  * after another, kb steps of nr floats each (cg_pack_panels' layout), panel
@@ -94,6 +107,11 @@ size_t cg_rows_b_floats(const cg_gemm_blocking *bl, int64_t k, int64_t n);
 void cg_rows_panel(const cg_gemm_blocking *bl, int64_t n, int64_t q, int64_t *first,
                    int64_t *width);
 
+/* Rows of A cg_gemm_rows takes a block (its tiles: at most so many rows
+ * each, to pack B only once): mc, or twice that where B is packed as it goes
+ * (b_packed 0) and the blocking's indirect kernel reads A in place. */
+int64_t cg_rows_tile_most(const cg_gemm_blocking *bl, int b_packed);
+
 /* Floats of A's packing space cg_gemm_rows needs (mc x kc). */
 size_t cg_rows_a_floats(const cg_gemm_blocking *bl);
 
@@ -105,12 +123,12 @@ int64_t cg_rows_panels(const cg_gemm_blocking *bl, int64_t n);
  * q_last) (all: 0, cg_rows_panels(n); no other column of C is touched) (C
  * row-major, ldc apart; beta 0: C not read;
  * init: the bias every row starts from, or NULL), A through its tables (rows
- * [0, m)), B packed as cg_rows_b_floats says; `pack` holds
+ * [0, m)), B as cg_rows_b says; `pack` holds
  * cg_rows_a_floats(bl) floats. A's rows go to the indirect kernel in place
  * where a piece is CG_INDIRECT_MIN_PIECE floats or more, else they are
  * packed. Runs on the calling thread. */
 enum { CG_INDIRECT_MIN_PIECE = 16 };
 void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
-                  const cg_rows_matrix *a, const float *b_packed, int64_t q_first, int64_t q_last,
+                  const cg_rows_matrix *a, const cg_rows_b *b, int64_t q_first, int64_t q_last,
                   float beta, const float *init, float *c, int64_t ldc, float *pack);
 #endif

@@ -4,9 +4,10 @@
  * pointer a row and piece (a tap's channels: im2col without a copy), or,
  * where a piece is a few channels, packed into mr-row panels by the
  * transposing packer straight from the tensor through row tables; B is
- * packed once per call by the caller, and the kernel runs once per mr x nr
- * tile of C (BLIS's loop order: a B micro-panel stays in L1 while A's rows
- * of the block stream past it from L2). */
+ * packed once per call by the caller (or here, a micro-panel at a time, where
+ * it is larger than L2), and the kernel runs once per mr x nr tile of C
+ * (BLIS's loop order: a B micro-panel stays in L1 while A's rows of the
+ * block stream past it from L2). */
 #include "gemm/gemm.h"
 
 #include "kernels/context.h"
@@ -103,21 +104,122 @@ static int indirect_rows(const cg_rows_matrix *a, int64_t r0, int64_t mb, int64_
     return q;
 }
 
+/* Asks into L2 for rows [r0, r1) of what the packing reads for micro-panel
+ * (pc, kb) of columns [first, ...): row r is column first + r's kb steps.
+ * Always inlined: GCC finds a function that only prefetches free of
+ * effects, and drops its calls. */
+static inline __attribute__((always_inline)) void
+ask_b_rows(const cg_rows_b *b, int64_t pc, int64_t kb, int64_t first, int64_t r0, int64_t r1)
+{
+    const int64_t bytes = kb * (int64_t)sizeof(float);
+    for (int64_t r = r0; r < r1; r++) {
+        const char *row = (const char *)(b->src + (first + r) * b->ld + pc);
+        for (int64_t at = -(int64_t)((uintptr_t)row % 64); at < bytes; at += 64)
+            __builtin_prefetch(row + at, 0, 2); /* prefetcht1 */
+    }
+}
+
+int64_t cg_rows_tile_most(const cg_gemm_blocking *bl, int b_packed)
+{
+    /* where A is read in place, its block's pointers fit A's packing space
+     * twice over */
+    const int twice = 2 * MOST_PIECES * sizeof(float *) <= (size_t)bl->kc * sizeof(float);
+    return !b_packed && bl->indirect && twice ? 2 * bl->mc : bl->mc;
+}
+
 int64_t cg_rows_panels(const cg_gemm_blocking *bl, int64_t n)
 {
     return (n + bl->nr - 1) / bl->nr;
 }
 
+/* One kernel call: C's rows [ic + ir, ic + ir + rows) x micro-panel
+ * columns [first, first + cols) (+)= A's (A's packed panel at `a_panel`, or
+ * the block's row pointers) times the micro-panel at `panel`. */
+typedef struct rows_call {
+    const cg_gemm_blocking *bl;
+    int indirect, pieces;
+    const int *len;
+    const float **ptr;
+    int64_t mb;
+} rows_call;
+
+static void run_kernel(const rows_call *rc, int64_t ir, int64_t kb, int64_t first, int64_t cols,
+                       const float *a_panel, const float *panel, float beta, const float *init,
+                       float *c, int64_t ldc, const char *from, const char *to)
+{
+    const cg_gemm_blocking *bl = rc->bl;
+    const int rows = (int)min64(bl->mr, rc->mb - ir);
+    const float *start = init ? init + first : NULL;
+    if (rc->indirect)
+        bl->indirect(rows, (int)cols, rc->pieces, rc->len, rc->ptr + ir, rc->mb, panel, beta, start,
+                     c + ir * ldc + first, (int)ldc, from, to);
+    else
+        bl->kernel(rows, (int)cols, (int)kb, a_panel + ir * kb, panel, beta, start,
+                   c + ir * ldc + first, (int)ldc, from, to);
+}
+
+/* The product with B packed as it goes: for each block of A's rows and
+ * micro-panel of B, its kc blocks in turn, each packed into `panel` (L1)
+ * just before its kernels run down the block's rows, which ask for the next
+ * one's source lines into L2, a share each; C's mb x nr columns stay in L2
+ * across the sum. A's pointers (or packed panels) are made again for each
+ * micro-panel: a few hundred pointers a block against mb x nr x kb FMAs. */
+static void product_b_as_it_goes(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
+                                 const cg_rows_matrix *a, const cg_rows_b *b, int64_t q_first,
+                                 int64_t q_last, float beta, const float *init, float *c,
+                                 int64_t ldc, float *pack, int indirect)
+{
+    int len[MOST_PIECES];
+    rows_call rc = {bl, indirect, 0, len, (const float **)(void *)pack, 0};
+    const int64_t mc = indirect ? cg_rows_tile_most(bl, 0) : bl->mc;
+    for (int64_t ic = 0; ic < m; ic += mc) {
+        rc.mb = min64(mc, m - ic);
+        const int64_t calls = (rc.mb + bl->mr - 1) / bl->mr;
+        for (int64_t q = q_first; q < q_last; q++) {
+            int64_t first, cols;
+            cg_rows_panel(bl, n, q, &first, &cols);
+            for (int64_t pc = 0; pc < k; pc += bl->kc) {
+                const int64_t kb = min64(bl->kc, k - pc);
+                if (indirect)
+                    rc.pieces = indirect_rows(a, ic, rc.mb, pc, kb, len, rc.ptr);
+                else
+                    pack_a(bl, a, ic, rc.mb, pc, kb, pack);
+                cg_pack_panels(b->src + first * b->ld + pc, (size_t)b->ld, 1, (int)cols, (int)kb,
+                               bl->nr, b->panel);
+                /* the micro-panel after this one: its next kc block, or the
+                 * next micro-panel's first (of the next block of rows) */
+                const int more_k = pc + kb < k, more_q = q + 1 < q_last;
+                const int64_t next_pc = more_k ? pc + kb : 0, next_kb = min64(bl->kc, k - next_pc);
+                int64_t next_first = first, next_cols = cols;
+                if (!more_k)
+                    cg_rows_panel(bl, n, more_q ? q + 1 : q_first, &next_first, &next_cols);
+                const int64_t rows = more_k || more_q || ic + mc < m ? next_cols : 0;
+                for (int64_t i = 0; i < calls; i++) {
+                    ask_b_rows(b, next_pc, next_kb, next_first, i * rows / calls,
+                               (i + 1) * rows / calls);
+                    run_kernel(&rc, i * bl->mr, kb, first, cols, pack, b->panel,
+                               pc > 0 ? 1.0f : beta, init, c + ic * ldc, ldc, NULL, NULL);
+                }
+            }
+        }
+    }
+}
+
 void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
-                  const cg_rows_matrix *a, const float *b_packed, int64_t q_first, int64_t q_last,
+                  const cg_rows_matrix *a, const cg_rows_b *b, int64_t q_first, int64_t q_last,
                   float beta, const float *init, float *c, int64_t ldc, float *pack)
 {
     const int64_t np = round_up(n, bl->nr), j_first = q_first * bl->nr, j_last = q_last * bl->nr;
     /* the pointers, MOST_PIECES a row, take the space of A's packed block */
     const int indirect = bl->indirect && a->piece >= CG_INDIRECT_MIN_PIECE &&
                          MOST_PIECES * sizeof(float *) <= (size_t)bl->kc * sizeof(float);
-    const float **ptr = (const float **)(void *)pack;
-    int len[MOST_PIECES], pieces = 0;
+    if (!b->packed) {
+        product_b_as_it_goes(bl, m, n, k, a, b, q_first, q_last, beta, init, c, ldc, pack,
+                             indirect);
+        return;
+    }
+    int len[MOST_PIECES];
+    rows_call rc = {bl, indirect, 0, len, (const float **)(void *)pack, 0};
     /* B in L2 already: the calls ask for the caller's next rows instead
      * (at most MOST_AHEAD_BYTES), a share each (a call's rows are read from
      * memory once, by the first micro-panel's calls, and would wait on it
@@ -127,16 +229,17 @@ void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
         max64(1, (k + bl->kc - 1) / bl->kc * (q_last - q_first) * ((m + bl->mr - 1) / bl->mr));
     const int64_t ahead_bytes = ahead ? min64(a->next_bytes, MOST_AHEAD_BYTES) : 0;
     const int64_t ahead_share = round_up((ahead_bytes + calls - 1) / calls, 64);
-    const char *ahead_at = ahead ? a->next : NULL, *ahead_end = ahead ? a->next + ahead_bytes : NULL;
+    const char *ahead_at = ahead ? a->next : NULL,
+               *ahead_end = ahead ? a->next + ahead_bytes : NULL;
     for (int64_t ic = 0; ic < m; ic += bl->mc) {
-        const int64_t mb = min64(bl->mc, m - ic);
+        rc.mb = min64(bl->mc, m - ic);
         for (int64_t pc = 0; pc < k; pc += bl->kc) {
             const int64_t kb = min64(bl->kc, k - pc);
-            const float *b = b_packed + pc * np;
+            const float *bp = b->packed + pc * np;
             if (indirect)
-                pieces = indirect_rows(a, ic, mb, pc, kb, len, ptr);
+                rc.pieces = indirect_rows(a, ic, rc.mb, pc, kb, len, rc.ptr);
             else
-                pack_a(bl, a, ic, mb, pc, kb, pack);
+                pack_a(bl, a, ic, rc.mb, pc, kb, pack);
             for (int64_t jr = j_first; jr < j_last; jr += bl->nr) {
                 int64_t first, cols;
                 cg_rows_panel(bl, n, jr / bl->nr, &first, &cols);
@@ -144,29 +247,21 @@ void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
                  * this micro-panel fetch the next one into L2, a share each */
                 const char *next =
                     ahead ? NULL
-                    : (const char *)(jr + bl->nr < j_last ? b + (jr + bl->nr) * kb
-                                   : pc + kb < k
-                                       ? b + kb * np + j_first * min64(bl->kc, k - pc - kb)
-                                       : NULL);
+                          : (const char *)(jr + bl->nr < j_last ? bp + (jr + bl->nr) * kb
+                                           : pc + kb < k
+                                               ? bp + kb * np + j_first * min64(bl->kc, k - pc - kb)
+                                               : NULL);
                 const int64_t share =
-                    next ? (bl->nr * kb * (int64_t)sizeof(float) * bl->mr + mb - 1) / mb : 0;
-                for (int64_t ir = 0; ir < mb; ir += bl->mr) {
+                    next ? (bl->nr * kb * (int64_t)sizeof(float) * bl->mr + rc.mb - 1) / rc.mb : 0;
+                for (int64_t ir = 0; ir < rc.mb; ir += bl->mr) {
                     const char *from = next ? next + ir / bl->mr * share : NULL;
                     const char *to = from ? from + share : NULL;
                     if (ahead_at < ahead_end) {
                         from = ahead_at;
                         to = ahead_at += min64(ahead_end - ahead_at, ahead_share);
                     }
-                    const int rows = (int)min64(bl->mr, mb - ir);
-                    float *cr = c + (ic + ir) * ldc + first;
-                    const float step_beta = pc > 0 ? 1.0f : beta;
-                    const float *start = init ? init + first : NULL;
-                    if (indirect)
-                        bl->indirect(rows, (int)cols, pieces, len, ptr + ir, mb, b + jr * kb,
-                                     step_beta, start, cr, (int)ldc, from, to);
-                    else
-                        bl->kernel(rows, (int)cols, (int)kb, pack + ir * kb, b + jr * kb, step_beta,
-                                   start, cr, (int)ldc, from, to);
+                    run_kernel(&rc, ir, kb, first, cols, pack, bp + jr * kb, pc > 0 ? 1.0f : beta,
+                               init, c + ic * ldc, ldc, from, to);
                 }
             }
         }
