@@ -149,11 +149,15 @@ int is_depthwise(const bench_layer *L);
  * over minutes it is not. */
 enum { COST_PAIRS = 15, QUICK_COST_PAIRS = 2, COST_CALLS = 2 };
 
+/* Warm rounds of a run at most (bench's WARM_ROUNDS). */
+enum { WARM_ROUNDS_MOST = 8 };
+
 typedef struct result {
     int layer, impl, dtype, mask, cores, reps;
     double median_ms, min_ms, max_ms, gflops;
     int warm_reps;
     double warm_ms, warm_gflops;
+    double warm_round_ms[WARM_ROUNDS_MOST]; /* each warm round's median (0: no burst) */
     double reorder_ms; /* oneDNN: the conversion to OHWI, not in median_ms */
     double cost_ratio; /* any-order: the median of convgrad's time over its own, in pairs
                           back to back (0: none) */
@@ -173,6 +177,11 @@ const result *find_result(int layer, int impl, int dtype, int cores);
 /* The figure the targets judge: the warm median when there is one, else the
  * interleaved median (ms). */
 double judged_ms(const result *r);
+/* a's judged time over b's: where both had warm bursts, the median of the
+ * warm rounds' ratios (a round times every implementation and mask of a
+ * layer within a second or so, so a change of the machine's speed between
+ * rounds, as a busy host's, cancels), else judged_ms(a) / judged_ms(b). */
+double judged_ratio(const result *a, const result *b);
 
 /* ---- the training step: cg_conv2d_* against oneDNN's three primitives ---- */
 enum train_impl { TRAIN_CONVGRAD, TRAIN_ONEDNN, NTRAIN };
@@ -192,6 +201,8 @@ typedef struct train_result {
     double bias_ms; /* convgrad: cg_conv2d_backward_bias alone (part of PH_BWD_WEIGHTS) */
     int warm_reps;
     double warm_ms, warm_gflops, warm_phase_ms[NPHASE];
+    /* each warm round's medians: the step's, then each phase's (0: no burst) */
+    double warm_round_ms[WARM_ROUNDS_MOST][1 + NPHASE];
     int ok;
     int same_bits; /* as result's: y, dx, dw and db against the 1-core step's */
     char check_desc[240];
@@ -210,6 +221,9 @@ double train_ms(const train_result *r, int phase, int warm);
 /* The figure the targets judge: the warm median when there is one, else the
  * interleaved one. */
 double train_judged_ms(const train_result *r, int phase);
+/* a's judged time of the step (phase -1) or a phase over b's, as
+ * judged_ratio: the median of the warm rounds' ratios where both had bursts. */
+double train_judged_ratio(const train_result *a, const train_result *b, int phase);
 const char *train_label(int impl); /* "convgrad", "oneDNN" */
 const char *train_key(int impl);   /* the CSV's names */
 /* 3 * layer_flops: forward, backward data, backward weights (the bias not counted) */

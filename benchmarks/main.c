@@ -70,7 +70,7 @@ enum { DEFAULT_REPS = 40, QUICK_REPS = 2, DEFAULT_WARMUP = 2, QUICK_WARMUP = 1 }
  * WARM_MAX_CALL_S, whose interleaved figure stands (so long a call is not
  * helped by warm caches, and the bursts would cost seconds). */
 enum { DEFAULT_WARM_MS = 300, QUICK_WARM_MS = 50, WARM_MAX_CALLS = 200 };
-enum { WARM_ROUNDS = 8, QUICK_WARM_ROUNDS = 2 };
+enum { WARM_ROUNDS = WARM_ROUNDS_MOST, QUICK_WARM_ROUNDS = 2 };
 static const double WARM_MAX_CALL_S = 0.5;
 /* Timed rounds of the training step per layer and mask (of the layer's --reps),
  * fewer than the filter gradient's: a step costs three convolutions. */
@@ -325,9 +325,10 @@ static void usage(FILE *f)
             "                   median of all is the \"warm (repeated calls)\" figure, beside\n"
             "                   the interleaved one (each call after other work: what a\n"
             "                   training loop sees); the targets, the training step's too,\n"
-            "                   judge the warm figures. No burst for a call or step over\n"
-            "                   %.1f s (its interleaved figure stands); results.csv and\n"
-            "                   training.csv: warm_* columns\n"
+            "                   judge the warm figures, a ratio (against a peer, fp16, 1\n"
+            "                   core) as the median of the rounds' ratios. No burst for a\n"
+            "                   call or step over %.1f s (its interleaved figure stands);\n"
+            "                   results.csv and training.csv: warm_* columns\n"
             "  --reps N         timed rounds per layer (default %d; the median is kept)\n"
             "  --warmup N       untimed runs of each implementation first (default %d)\n"
             "  --train-reps N   timed rounds of the training step (cg_conv2d_* forward +\n"
@@ -802,6 +803,8 @@ typedef struct runner {
     int nt;
     double warm[WARM_MAX_CALLS]; /* the warm burst's seconds */
     int nwarm;
+    /* each warm round's medians (ms): the call's or step's, then each phase's */
+    double warm_round[WARM_ROUNDS_MOST][1 + NPHASE];
     double cost[COST_PAIRS]; /* any-order: convgrad's time over its own, a pair each */
     int ncost;
     void *out; /* convgrad (fp32 or fp16) and baseline results */
@@ -1024,6 +1027,35 @@ double train_ms(const train_result *r, int phase, int warm)
 double train_judged_ms(const train_result *r, int phase)
 {
     return train_ms(r, phase, r->warm_reps > 0);
+}
+
+/* The median of a[k] / b[k] over the rounds k both have (> 0), of
+ * `stride`-apart values; 0 where they share none. */
+static double median_of_ratios(const double *a, const double *b, int stride)
+{
+    double v[WARM_ROUNDS_MOST];
+    int n = 0;
+    for (int k = 0; k < WARM_ROUNDS_MOST; ++k)
+        if (a[k * stride] > 0 && b[k * stride] > 0)
+            v[n++] = a[k * stride] / b[k * stride];
+    return n > 0 ? bench_median(v, n) : 0;
+}
+
+double judged_ratio(const result *a, const result *b)
+{
+    const double paired = a->warm_reps > 0 && b->warm_reps > 0
+                              ? median_of_ratios(a->warm_round_ms, b->warm_round_ms, 1)
+                              : 0;
+    return paired > 0 ? paired : judged_ms(a) / judged_ms(b);
+}
+
+double train_judged_ratio(const train_result *a, const train_result *b, int phase)
+{
+    const double paired = a->warm_reps > 0 && b->warm_reps > 0
+                              ? median_of_ratios(&a->warm_round_ms[0][1 + phase],
+                                                 &b->warm_round_ms[0][1 + phase], 1 + NPHASE)
+                              : 0;
+    return paired > 0 ? paired : train_judged_ms(a, phase) / train_judged_ms(b, phase);
 }
 
 const result *find_result(int layer, int impl, int dtype, int cores)
@@ -1345,6 +1377,14 @@ static void warm_burst(run_state *st, runner *r, layer_ctx *c, int round)
         if (dt < 0)
             break;
         r->warm[r->nwarm++] = dt;
+    }
+    const int n = r->nwarm - first;
+    if (n > 0) { /* this round's medians (a copy: bench_median sorts) */
+        double v[WARM_MAX_CALLS];
+        memcpy(v, r->warm + first, (size_t)n * sizeof *v);
+        r->warm_round[round][0] = bench_median(v, n) * 1e3;
+        if (r->train)
+            phase_medians(r, o->reps + first, n, &r->warm_round[round][1]);
     }
     if (!is_convgrad(r->impl) && r->cores > 1 && o->settle_ms > 0)
         bench_settle_ms(o->settle_ms);
@@ -1729,6 +1769,7 @@ static void run_layer(run_state *st, int li)
                 res->warm_ms = bench_median(r->warm, r->nwarm) * 1e3;
                 res->warm_gflops = train_flops(&c.s) / (res->warm_ms * 1e-3) * 1e-9;
                 phase_medians(r, o->reps, r->nwarm, res->warm_phase_ms);
+                memcpy(res->warm_round_ms, r->warm_round, sizeof res->warm_round_ms);
             }
             if (r->impl == TRAIN_ONEDNN)
                 snprintf(res->dnn_impl, sizeof res->dnn_impl, "%s", onednn_train_impl(r->tdnn));
@@ -1813,6 +1854,8 @@ static void run_layer(run_state *st, int li)
             res->warm_reps = r->nwarm;
             res->warm_ms = bench_median(r->warm, r->nwarm) * 1e3;
             res->warm_gflops = c.flops / (res->warm_ms * 1e-3) * 1e-9;
+            for (int k = 0; k < WARM_ROUNDS_MOST; ++k)
+                res->warm_round_ms[k] = r->warm_round[k][0];
         }
         if (r->ncost > 0)
             res->cost_ratio = bench_median(r->cost, r->ncost);

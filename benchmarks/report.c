@@ -84,10 +84,10 @@ void print_rows_for_layer(int li)
                     /* the ratios on the judged figures: warm, when both sides have them */
                     const result *d = find_result(li, IMPL_ONEDNN, DT_FP32, r->cores);
                     if (d)
-                        snprintf(ratio, sizeof ratio, "%.2fx", judged_ms(d) / judged_ms(r));
+                        snprintf(ratio, sizeof ratio, "%.2fx", judged_ratio(d, r));
                     const result *one = find_result(li, impl, dt, 1);
                     if (one)
-                        snprintf(speed, sizeof speed, "%.2fx", judged_ms(one) / judged_ms(r));
+                        snprintf(speed, sizeof speed, "%.2fx", judged_ratio(one, r));
                 }
                 if (r->warm_reps > 0) {
                     snprintf(wmed, sizeof wmed, "%.3f", r->warm_ms);
@@ -219,7 +219,7 @@ static double reproducible_cost_pct(int li, int cores)
     const result *any = find_result(li, IMPL_ANY_ORDER, DT_FP32, cores);
     if (!cg || !any)
         return NAN;
-    return 100.0 * ((any->cost_ratio > 0 ? any->cost_ratio : judged_ms(cg) / judged_ms(any)) - 1.0);
+    return 100.0 * ((any->cost_ratio > 0 ? any->cost_ratio : judged_ratio(cg, any)) - 1.0);
 }
 
 /* Geometric mean of convgrad's time over any-order's at `cores`, as a cost in %;
@@ -323,8 +323,9 @@ static double train_ratio(const train_result *cg, const train_result *dn, int ph
 {
     if (!cg || !dn || cg->median_ms <= 0 || dn->median_ms <= 0)
         return 0;
-    double a = judged ? train_judged_ms(cg, phase) : train_ms(cg, phase, 0);
-    double b = judged ? train_judged_ms(dn, phase) : train_ms(dn, phase, 0);
+    if (judged)
+        return train_judged_ratio(dn, cg, phase);
+    double a = train_ms(cg, phase, 0), b = train_ms(dn, phase, 0);
     return a > 0 && b > 0 ? b / a : 0;
 }
 
@@ -580,7 +581,7 @@ int write_train_csv(const char *out_dir)
                     r->warm_phase_ms[PH_FWD], r->warm_phase_ms[PH_BWD_DATA],
                     r->warm_phase_ms[PH_BWD_WEIGHTS]);
             if (d && d->warm_reps > 0)
-                fprintf(f, "%.4f", d->warm_ms / r->warm_ms);
+                fprintf(f, "%.4f", train_judged_ratio(d, r, -1));
         } else {
             fprintf(f, ",,,,,");
         }
@@ -657,10 +658,10 @@ int write_csv(const char *out_dir)
                 fprintf(f, "%.2f", 100.0 * r->warm_gflops / lim);
             fputc(',', f);
             if (d && d->warm_reps > 0)
-                fprintf(f, "%.4f", d->warm_ms / r->warm_ms);
+                fprintf(f, "%.4f", judged_ratio(d, r));
             fputc(',', f);
             if (one && one->warm_reps > 0)
-                fprintf(f, "%.4f", one->warm_ms / r->warm_ms);
+                fprintf(f, "%.4f", judged_ratio(one, r));
         } else {
             fprintf(f, ",,,,");
         }
@@ -787,7 +788,7 @@ int write_plots(const char *out_dir, int no_plots, char *why, size_t whylen)
                 const result *r =
                     find_result(layers_seen[k], series[s][0], series[s][1], cores_list[ci]);
                 if (one && r)
-                    fprintf(f, " %.4f", judged_ms(one) / judged_ms(r));
+                    fprintf(f, " %.4f", judged_ratio(one, r));
                 else
                     fprintf(f, " -");
             }
@@ -1009,7 +1010,7 @@ static tally tally_against(double bar, int dense, int impl, int dtype, int inver
         const result *r = convgrad_fp32(i, dense);
         const result *o = r ? find_result(r->layer, impl, dtype, r->cores) : NULL;
         if (o)
-            tally_add(&t, inverse ? judged_ms(r) / judged_ms(o) : judged_ms(o) / judged_ms(r),
+            tally_add(&t, inverse ? judged_ratio(r, o) : judged_ratio(o, r),
                       r->layer, r->cores, NULL);
     }
     return t;
@@ -1031,7 +1032,7 @@ void report_targets(const overhead_result *ov, int nov)
                 const result *a = find_result(li, IMPL_CONVGRAD, dt, c);
                 const result *d = find_result(li, IMPL_ONEDNN, DT_FP32, c);
                 if (a && d) {
-                    logsum += log(judged_ms(d) / judged_ms(a));
+                    logsum += log(judged_ratio(d, a));
                     n++;
                 }
             }
@@ -1077,8 +1078,8 @@ void report_targets(const overhead_result *ov, int nov)
             const result *d = find_result(r->layer, IMPL_ONEDNN, DT_FP32, r->cores);
             if (!b || !d)
                 continue;
-            const result *faster = judged_ms(b) < judged_ms(d) ? b : d;
-            tally_add(&t, judged_ms(faster) / judged_ms(r), r->layer, r->cores,
+            const result *faster = judged_ratio(b, d) < 1 ? b : d;
+            tally_add(&t, judged_ratio(faster, r), r->layer, r->cores,
                       impl_label(faster->impl, DT_FP32));
         }
         tally_line(&met, &evaluated, &t,
@@ -1147,7 +1148,7 @@ void report_targets(const overhead_result *ov, int nov)
             const result *b = find_result(li, IMPL_CONVGRAD, DT_FP32, 2);
             if (a && b)
                 tally_add(is_dense(&bench_layers[li]) ? &dense : &other,
-                          judged_ms(a) / judged_ms(b), li, 0, NULL);
+                          judged_ratio(a, b), li, 0, NULL);
         }
         tally_line(&met, &evaluated, &dense,
                    "1 -> 2 cores speedup >= 1.85x on every dense layer (batch 1 included)",
