@@ -5,10 +5,11 @@
  * (cg_gemm_runs_fn). The register tile follows the width: 8 x 48, 12 x 32 or
  * 24 x 16 for the packed kernel (24 accumulators each, so a narrow tail of
  * columns still keeps both FMA ports busy), 8 rows for the in-place ones (a
- * pointer a row in a register), but for the runs' whole tiles of 32 or 16
- * columns (12 x 32, 24 x 16: their rows lie side by side). Both panels are read in order (the packer
- * laid them out so), C only at the ends: its lines are prefetched when a
- * tile starts and needed when it ends. */
+ * pointer a row in a register), but for the runs' whole tiles (12 x 32,
+ * 24 x 16, and 7 rows of 48 or 32 columns: their rows lie side by side).
+ * Both panels are read in order (the packer laid them out so), C only at
+ * the ends: its lines are prefetched when a tile starts and needed when it
+ * ends. */
 #include "kernels/list.h"
 #include "kernels/pack_rows_body.h"
 
@@ -313,6 +314,10 @@ RUNS_TALL_TILE(runs_12x32, 12, 2, 1)
 RUNS_TALL_TILE(runs_24x16, 24, 1, 1)
 RUNS_TALL_TILE(runs_12x32_masked, 12, 2, 0)
 RUNS_TALL_TILE(runs_24x16_masked, 24, 1, 0)
+RUNS_TALL_TILE(runs_7x48, 7, 3, 1)
+RUNS_TALL_TILE(runs_7x32, 7, 2, 1)
+RUNS_TALL_TILE(runs_7x48_masked, 7, 3, 0)
+RUNS_TALL_TILE(runs_7x32_masked, 7, 2, 0)
 #undef RUNS_TALL_TILE
 
 void cg_f32_gemm_runs_avx512_24x48(int m, int n, int runs, const cg_gemm_run *run, int64_t lda,
@@ -323,12 +328,19 @@ void cg_f32_gemm_runs_avx512_24x48(int m, int n, int runs, const cg_gemm_run *ru
         {runs_8x16_masked, runs_8x32_masked, runs_8x48_masked}, {runs_8x16, runs_8x32, runs_8x48}};
     static runs_tile_fn *const tall[2][2] = {{runs_24x16_masked, runs_12x32_masked},
                                              {runs_24x16, runs_12x32}};
+    /* 7 rows (a first layer's kernel rows of 21 floats: 7 x 3 channels), 48
+     * or 32 columns: 21 or 14 accumulators */
+    static runs_tile_fn *const sevens[2][2] = {{runs_7x32_masked, runs_7x48_masked},
+                                               {runs_7x32, runs_7x48}};
     const int nv = (n + 15) / 16, height = nv == 3 ? ROWS : PANEL / nv;
     runs_tile_fn *run_tile = tiles[n % 16 == 0][nv - 1];
     int rows = ROWS;
     if (nv < 3 && m % height == 0) { /* whole tall tiles */
         run_tile = tall[n % 16 == 0][nv - 1];
         rows = height;
+    } else if (nv > 1 && m % 7 == 0 && m % ROWS != 0) { /* whole tiles of 7 rows */
+        run_tile = sevens[n % 16 == 0][nv - 2];
+        rows = 7;
     }
     for (int r = 0; r < m; r += rows)
         run_tile(r, m - r < rows ? m - r : rows, n, runs, run, lda, ldb, beta, c + (size_t)r * ldc,
