@@ -54,7 +54,7 @@ static float bias_of_row(const cg_weights_call *c, int64_t row)
  * bias. */
 static void finish_into_out(const cg_weights_call *c, size_t first, const float *sum, size_t n)
 {
-    float add[CHUNK], old[CHUNK];
+    float old[CHUNK];
     const size_t row_len = (size_t)c->plan.row_len;
     for (size_t done = 0; done < n;) {
         size_t e = first + done, row = e / row_len;
@@ -62,18 +62,16 @@ static void finish_into_out(const cg_weights_call *c, size_t first, const float 
         size_t row_end = (row + 1) * row_len; /* the chunk stops at a row's end */
         if (e + m > row_end)
             m = row_end - e;
-        float b = bias_of_row(c, (int64_t)row);
-        for (size_t i = 0; i < m; i++)
-            add[i] = sum[done + i] + b;
+        const float b = bias_of_row(c, (int64_t)row), *add = sum + done;
         if (c->plan.dtype_size == sizeof(float)) {
             float *out = (float *)c->out_dw + e;
             for (size_t i = 0; i < m; i++)
-                out[i] = c->overwrite ? add[i] : out[i] + add[i];
+                out[i] = c->overwrite ? add[i] + b : out[i] + (add[i] + b);
         } else {
             unsigned char *out = (unsigned char *)c->out_dw + 2 * e;
             cg_halves_to_floats(old, out, m);
             for (size_t i = 0; i < m; i++)
-                old[i] += add[i];
+                old[i] += add[i] + b;
             cg_floats_to_halves(out, old, m);
         }
         done += m;
