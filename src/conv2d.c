@@ -931,21 +931,20 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
         return CG_ERR_NO_MEMORY;
     float *pad = mem + a_floats;
     cg_rows_b b = {NULL, jb->in1, k, mem + b_at};
-    cg_trace_mark since = cg_trace_start();
     if (!as_it_goes) {
         if (rank == 0)
             jb->packed_w = mem + b_at;
         cm_bar_all(jb->core_mask, 1); /* core 0's buffer is known */
-        since = cg_trace_start();
+        const cg_trace_mark packing = cg_trace_start();
         int64_t block = 0;
         for (int64_t g = 0; g < p->groups; g++)
             pack_b_share(jb, rank, &block, jb->in1 + g * p->cout_g * k, (size_t)k, 1, k, p->cout_g,
                          (float *)jb->packed_w + g * b_group);
-        cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
+        cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, packing);
         cm_bar_all(jb->core_mask, 1); /* B is packed */
-        since = cg_trace_start();
         b.packed = jb->packed_w;
     }
+    const cg_trace_mark since = cg_trace_start();
     axis ah, aw;
     kernel_taps(p, ints, ints + p->kernel_h, &ah, &aw);
     int64_t *tab = ints + p->kernel_h + p->kernel_w;
