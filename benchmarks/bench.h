@@ -186,7 +186,7 @@ double judged_ratio(const result *a, const result *b);
 /* ---- the training step: cg_conv2d_* against oneDNN's three primitives ---- */
 enum train_impl { TRAIN_CONVGRAD, TRAIN_ONEDNN, NTRAIN };
 /* The timed phases of one step. convgrad: cg_conv2d_forward (with bias),
- * cg_conv2d_backward_data, cg_conv2d_backward_weights + cg_conv2d_backward_bias;
+ * cg_conv2d_backward_data, cg_conv2d_backward_weights_bias (dw and db);
  * oneDNN: forward_training (with bias), backward data, backward weights with
  * diff_bias (one primitive). */
 enum { PH_FWD, PH_BWD_DATA, PH_BWD_WEIGHTS, NPHASE };
@@ -198,7 +198,6 @@ typedef struct train_result {
     double median_ms, min_ms, max_ms; /* the whole step */
     double gflops;                    /* train_flops over the median */
     double phase_ms[NPHASE];          /* the median of each phase alone */
-    double bias_ms; /* convgrad: cg_conv2d_backward_bias alone (part of PH_BWD_WEIGHTS) */
     int warm_reps;
     double warm_ms, warm_gflops, warm_phase_ms[NPHASE];
     /* each warm round's medians: the step's, then each phase's (0: no burst) */

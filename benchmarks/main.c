@@ -25,8 +25,9 @@
  * A failed check is reported loudly and the exit status is 1.
  *
  * The training step (fp32): on every layer and mask, cg_conv2d_forward (with
- * bias) + cg_conv2d_backward_data + cg_conv2d_backward_weights +
- * cg_conv2d_backward_bias, timed as one step (and per phase), against
+ * bias) + cg_conv2d_backward_data + cg_conv2d_backward_weights_bias (the
+ * weight and bias gradients in one pass over dy), timed as one step (and
+ * per phase), against
  * oneDNN's forward_training (with bias), backward-data and backward-weights
  * (with diff_bias) primitives on as many threads, in the same interleaved
  * rounds: its runners take part in --train-reps of them (20 by default; at
@@ -824,7 +825,6 @@ typedef struct runner {
     onednn_train *tdnn;
     float *y, *dx, *tdw, *db; /* its outputs (oneDNN's dw reordered to OHWI after the rounds) */
     double *tph;              /* NPHASE seconds per timed round, then per warm step */
-    double *tbias;            /* convgrad: cg_conv2d_backward_bias's seconds, the same slots */
     check tchk[4], tpeer[4];  /* y, dx, dw, db: against the references; against oneDNN's */
     check tgrad;              /* dw against fp_conv_grad_filter_s's on the same mask */
     int has_tpeer, has_tgrad;
@@ -853,7 +853,7 @@ static const char *runner_label(const runner *r)
 }
 
 /* One training step; ph gets each phase's seconds. Returns the step's seconds, < 0 on failure. */
-static double run_train_once(runner *r, layer_ctx *c, double ph[NPHASE], double *bias_s)
+static double run_train_once(runner *r, layer_ctx *c, double ph[NPHASE])
 {
     if (r->impl == TRAIN_ONEDNN) {
         onednn_set_threads(r->cores);
@@ -862,22 +862,19 @@ static double run_train_once(runner *r, layer_ctx *c, double ph[NPHASE], double 
                 snprintf(r->failure, sizeof r->failure, "oneDNN training-step execution failed");
             return -1;
         }
-        *bias_s = 0;
         return ph[PH_FWD] + ph[PH_BWD_DATA] + ph[PH_BWD_WEIGHTS];
     }
-    cg_status st[4];
+    cg_status st[3];
     const double t0 = bench_now();
     st[0] = cg_conv2d_forward(&c->cv, c->x, c->w, c->b, r->y, r->mask);
     const double t1 = bench_now();
     st[1] = cg_conv2d_backward_data(&c->cv, c->dy, c->w, r->dx, r->mask);
     const double t2 = bench_now();
-    st[2] = cg_conv2d_backward_weights(&c->cv, c->x, c->dy, r->tdw, r->mask);
+    st[2] = cg_conv2d_backward_weights_bias(&c->cv, c->x, c->dy, r->tdw, r->db, r->mask);
     const double t3 = bench_now();
-    st[3] = cg_conv2d_backward_bias(&c->cv, c->dy, r->db, r->mask);
-    const double t4 = bench_now();
-    static const char *const calls[4] = {"cg_conv2d_forward", "cg_conv2d_backward_data",
-                                         "cg_conv2d_backward_weights", "cg_conv2d_backward_bias"};
-    for (int k = 0; k < 4; ++k)
+    static const char *const calls[3] = {"cg_conv2d_forward", "cg_conv2d_backward_data",
+                                         "cg_conv2d_backward_weights_bias"};
+    for (int k = 0; k < 3; ++k)
         if (st[k] != CG_OK) {
             if (!r->call_failures++)
                 snprintf(r->failure, sizeof r->failure, "%s: status %d: %s", calls[k], (int)st[k],
@@ -886,24 +883,21 @@ static double run_train_once(runner *r, layer_ctx *c, double ph[NPHASE], double 
         }
     ph[PH_FWD] = t1 - t0;
     ph[PH_BWD_DATA] = t2 - t1;
-    ph[PH_BWD_WEIGHTS] = t4 - t2;
-    *bias_s = t4 - t3;
-    return t4 - t0;
+    ph[PH_BWD_WEIGHTS] = t3 - t2;
+    return t3 - t0;
 }
 
 /* Runs r once; returns the seconds of the timed part, < 0 on failure. A
- * training-step runner's phases go to its tph/tbias slot `slot` (-1: warm-up). */
+ * training-step runner's phases go to its tph slot `slot` (-1: warm-up). */
 static double run_once(runner *r, layer_ctx *c, int slot)
 {
     double t0, dt;
     if (r->train) {
-        double ph[NPHASE], bias_s;
-        dt = run_train_once(r, c, ph, &bias_s);
-        if (dt >= 0 && slot >= 0) {
+        double ph[NPHASE];
+        dt = run_train_once(r, c, ph);
+        if (dt >= 0 && slot >= 0)
             for (int k = 0; k < NPHASE; ++k)
                 r->tph[(size_t)slot * NPHASE + k] = ph[k];
-            r->tbias[slot] = bias_s;
-        }
         return dt;
     }
     switch (r->impl) {
@@ -1574,7 +1568,6 @@ static void run_layer(run_state *st, int li)
                 }
                 r->t = calloc((size_t)o->reps, sizeof(double));
                 r->tph = calloc((size_t)(o->reps + WARM_MAX_CALLS) * NPHASE, sizeof(double));
-                r->tbias = calloc((size_t)(o->reps + WARM_MAX_CALLS), sizeof(double));
                 nr++;
             }
         }
@@ -1762,7 +1755,6 @@ static void run_layer(run_state *st, int li)
                 summarise_ms(r->t, r->nt, &res->median_ms, &res->min_ms, &res->max_ms);
                 res->gflops = train_flops(&c.s) / (res->median_ms * 1e-3) * 1e-9;
                 phase_medians(r, 0, r->nt, res->phase_ms);
-                res->bias_ms = bench_median(r->tbias, r->nt) * 1e3;
             }
             if (r->nwarm > 0) {
                 res->warm_reps = r->nwarm;
@@ -1912,7 +1904,6 @@ static void run_layer(run_state *st, int li)
         free(r->tdw);
         free(r->db);
         free(r->tph);
-        free(r->tbias);
     }
     free(rs);
     free(c.w);
@@ -2017,7 +2008,7 @@ int main(int argc, char **argv)
             "medians\n");
     if (o.train_reps > 0)
         say("training step (fp32 NHWC, OHWI weights): convgrad cg_conv2d_forward (with bias) + "
-            "backward_data + backward_weights + backward_bias, against oneDNN forward_training "
+            "backward_data + backward_weights_bias, against oneDNN forward_training "
             "(with bias) + backward data + backward weights (with diff_bias), in %d of the %d "
             "timed rounds (spread evenly; --train-reps)\n",
             o.train_reps, o.reps);

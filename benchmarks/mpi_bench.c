@@ -166,8 +166,7 @@ typedef struct layer_buffers {
 
 static int local_gradient(const layer_buffers *b, float *dw, float *db, int mask)
 {
-    return cg_conv2d_backward_weights(&b->conv, b->x, b->dy, dw, mask) != CG_OK ||
-           cg_conv2d_backward_bias(&b->conv, b->dy, db, mask) != CG_OK;
+    return cg_conv2d_backward_weights_bias(&b->conv, b->x, b->dy, dw, db, mask) != CG_OK;
 }
 
 /* One of the four timed operations; 0 on success. */

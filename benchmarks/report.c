@@ -409,7 +409,7 @@ void print_train_table(void)
     int layers[BENCH_MAX_LAYERS], cores[33];
     const int nl = train_layers(layers, BENCH_MAX_LAYERS), nc = train_cores(cores, 33);
     say("\nTraining step, fp32 NHWC, OHWI weights: convgrad = cg_conv2d_forward (with bias) + "
-        "cg_conv2d_backward_data + cg_conv2d_backward_weights + cg_conv2d_backward_bias; oneDNN = "
+        "cg_conv2d_backward_data + cg_conv2d_backward_weights_bias; oneDNN = "
         "forward_training (with bias) + backward data + backward weights (with diff_bias), on as "
         "many threads; warm: the median of a burst of back-to-back steps (--warm-ms); "
         "interleaved: medians of %d timed round%s%s; GFLOP = 3x the convolution's (bias not "
@@ -552,7 +552,7 @@ int write_train_csv(const char *out_dir)
     fprintf(f, CSV_LAYER_HEADER
             "gflop_step,impl,mask,"
             "cores,reps,median_ms,min_ms,max_ms,gflops,fwd_ms,bwd_data_ms,bwd_weights_bias_ms,"
-            "bias_ms,ratio_vs_onednn,check,check_worst_err_over_tol,check_detail,onednn_impl,"
+            "ratio_vs_onednn,check,check_worst_err_over_tol,check_detail,onednn_impl,"
             "warm_reps,warm_median_ms,warm_gflops,warm_fwd_ms,warm_bwd_data_ms,"
             "warm_bwd_weights_bias_ms,warm_ratio_vs_onednn");
     csv_end_row(f, 1);
@@ -564,10 +564,6 @@ int write_train_csv(const char *out_dir)
                 train_key(r->impl), (unsigned)r->mask, r->cores, r->reps, r->median_ms, r->min_ms,
                 r->max_ms, r->gflops, r->phase_ms[PH_FWD], r->phase_ms[PH_BWD_DATA],
                 r->phase_ms[PH_BWD_WEIGHTS]);
-        if (r->impl == TRAIN_CONVGRAD)
-            fprintf(f, "%.6f,", r->bias_ms);
-        else
-            fprintf(f, ",");
         if (d && r->median_ms > 0)
             fprintf(f, "%.4f,", d->median_ms / r->median_ms);
         else

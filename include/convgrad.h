@@ -280,6 +280,14 @@ cg_status cg_conv2d_backward_weights(const cg_conv2d *conv, const float *x, cons
                                      float *dw, int core_mask);
 /** db[c] = sum over n, oh, ow of dy[n, oh, ow, c]. */
 cg_status cg_conv2d_backward_bias(const cg_conv2d *conv, const float *dy, float *db, int core_mask);
+/**
+ * cg_conv2d_backward_weights and cg_conv2d_backward_bias in one call, with
+ * the same bits as the two: db is summed from each part of dy while the
+ * weight gradient has it in cache, where the two calls read dy from memory
+ * twice. Neither output is written unless both can be.
+ */
+cg_status cg_conv2d_backward_weights_bias(const cg_conv2d *conv, const float *x, const float *dy,
+                                          float *dw, float *db, int core_mask);
 
 /* ---- Emulated cores (vendor card names) ------------------------------- */
 

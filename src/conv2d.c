@@ -21,7 +21,9 @@
 #include <limits.h>
 #include <string.h>
 
+#include "bias.h"
 #include "core_mask/core_mask_internal.h"
+#include "fault.h"
 #include "gemm/gemm.h"
 #include "grad_filter.h"
 #include "kernels.h"
@@ -375,6 +377,7 @@ struct job {
     int nchw;
     const float *in0, *in1, *bias;
     float *out;
+    float *db; /* backward weights and bias: the second output */
     int core_mask, members;
     int64_t tile_rows;                      /* 0: the library's choice */
     cg_weights_call weights;                /* NHWC weights: the operator's driver */
@@ -544,9 +547,14 @@ static void reduce_weights(const job *jb, int rank, int64_t slices)
         cg_reduce_partials(jb->out + begin, jb->partial, (int)slices, begin, end);
 }
 
+static int64_t bias_floats(const job *jb, int rank);
+static void bias_sums(job *jb, int rank, float *mem);
+
 /* NCHW's weight gradient: the slices of the sum (cg_row_slices: cut by the
  * shape alone), each from im2col tiles into its own partial (the one slice
- * straight into dw), then the partials added in slice order. */
+ * straight into dw), then the partials added in slice order; then db, if
+ * asked for (its scratch taken with dw's, so that neither is written
+ * unless both can be). */
 static cg_status weights_nchw_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
@@ -560,7 +568,9 @@ static cg_status weights_nchw_core(job *jb, int rank, cg_error *err)
     float *col;
     const int64_t floats =
         s0 < s1 ? tile_rows * width + (into_out ? 0 : (s1 - s0) * (int64_t)p->dw_elems) : 0;
-    if (core_scratch(jb, p->kernel_h + p->kernel_w, floats, &offs, &col, err) != CG_OK)
+    const int64_t db_at = round_up(floats, LINE_FLOATS);
+    if (core_scratch(jb, p->kernel_h + p->kernel_w, jb->db ? db_at + bias_floats(jb, rank) : floats,
+                     &offs, &col, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     axis ah, aw;
     kernel_taps(p, offs, offs + p->kernel_h, &ah, &aw);
@@ -584,6 +594,8 @@ static cg_status weights_nchw_core(job *jb, int rank, cg_error *err)
         reduce_weights(jb, rank, slices);
         cg_trace_region(CG_PHASE_REDUCE, CG_PHASE_REDUCE, since);
     }
+    if (jb->db)
+        bias_sums(jb, rank, col + db_at);
     return CG_OK;
 }
 
@@ -1528,76 +1540,101 @@ static cg_status data_columns_core(job *jb, int rank, cg_error *err)
 /* ---- bias gradient: rows of dy, then the cores' sums added ------------ */
 
 /* Sums in double: dy has N*OH*OW terms per channel, too many for float.
- * dy's rows (NHWC: pixels; NCHW: images, each (image, channel) plane) are
- * cut into slices by the shape alone (cg_slices_of), and each slice is
- * summed for all channels by the core that takes it, reading its part of
- * dy once, in order: split by channels, every core would stream all of dy
- * for a few floats of each row. Then each core adds the slices' sums of a
- * block of channels, in slice order: the same bits on every core_mask. */
-enum { BIAS_SLICE_LEAST_ROWS = 32 };
+ * NHWC: dy's rows cut as the weight gradient's sum is (bias.h), so that
+ * cg_conv2d_backward_weights_bias gives the same bits. NCHW: images, each
+ * (image, channel) plane a run, cut into slices by the shape alone
+ * (cg_slices_of). Each slice is summed for all channels by the core that
+ * takes it, reading its part of dy once, in order: split by channels,
+ * every core would stream all of dy for a few floats of each row. Then
+ * each core adds the slices' sums of a block of channels, in slice order:
+ * the same bits on every core_mask. */
+static int64_t bias_slices(const job *jb)
+{
+    const cg_plan *p = &jb->plan;
+    return jb->nchw ? cg_slices_on(cg_slices_of(p->batch, 1, p->cout * (int64_t)sizeof(double)),
+                                   jb->members)
+                    : cg_bias_slices(p, jb->members);
+}
 
-static void bias_slice(const job *jb, int64_t first, int64_t last, double *sum)
+/* The dy and db of the bias gradient, or of the weight gradient's second
+ * output (cg_conv2d_backward_weights_bias). */
+static const float *dy_of(const job *jb)
+{
+    return jb->op == CG_CONV2D_BACKWARD_BIAS ? jb->in0 : jb->in1;
+}
+
+static float *db_of(const job *jb)
+{
+    return jb->op == CG_CONV2D_BACKWARD_BIAS ? jb->out : jb->db;
+}
+
+static void nchw_bias_slice(const job *jb, int64_t first, int64_t last, double *sum)
 {
     const cg_plan *p = &jb->plan;
     const int64_t plane = p->out_h * p->out_w;
-    const float *dy = jb->in0;
+    const int64_t whole = plane / LINE_FLOATS, rest = plane % LINE_FLOATS;
     cg_sum_rows_fn *sum_rows = cg_kernels()->sum_rows;
     for (int64_t c = 0; c < p->cout; c++)
         sum[c] = 0.0;
-    if (jb->nchw) { /* a plane as rows of LINE_FLOATS columns, their sums added in order */
-        const int64_t whole = plane / LINE_FLOATS, rest = plane % LINE_FLOATS;
-        for (int64_t n = first; n < last; n++)
-            for (int64_t c = 0; c < p->cout; c++) {
-                const float *run = dy + (n * p->cout + c) * plane;
-                double cols[LINE_FLOATS] = {0};
-                sum_rows(cols, run, LINE_FLOATS, whole, LINE_FLOATS);
-                sum_rows(cols, run + whole * LINE_FLOATS, LINE_FLOATS, 1, rest);
-                for (int k = 0; k < LINE_FLOATS; k++)
-                    sum[c] += cols[k];
-            }
-        return;
-    }
-    /* a chunk of rows (16 KiB) stays in L1 while each block of channels is
-     * summed over it in registers */
-    const int64_t chunk = max64(1, (16 << 10) / (p->cout * (int64_t)sizeof(float)));
-    for (int64_t r0 = first; r0 < last; r0 += chunk)
-        sum_rows(sum, dy + r0 * p->cout, p->cout, min64(last, r0 + chunk) - r0, p->cout);
+    for (int64_t n = first; n < last; n++) /* a plane as rows of LINE_FLOATS columns */
+        for (int64_t c = 0; c < p->cout; c++) {
+            const float *run = dy_of(jb) + (n * p->cout + c) * plane;
+            double cols[LINE_FLOATS] = {0};
+            sum_rows(cols, run, LINE_FLOATS, whole, LINE_FLOATS);
+            sum_rows(cols, run + whole * LINE_FLOATS, LINE_FLOATS, 1, rest);
+            for (int k = 0; k < LINE_FLOATS; k++)
+                sum[c] += cols[k];
+        }
 }
 
-static cg_status bias_core(job *jb, int rank, cg_error *err)
+/* Floats of the bias's scratch on core `rank`: its slices' sums. */
+static int64_t bias_floats(const job *jb, int rank)
+{
+    const int64_t slices = bias_slices(jb);
+    int64_t s0, s1;
+    cg_split_range(slices, rank, jb->members, &s0, &s1);
+    /* NHWC's one slice is summed by channels, straight into db */
+    const int none = !jb->nchw && slices == 1;
+    return none ? 0 : (s1 - s0) * cg_bias_slice_doubles(&jb->plan) * 2;
+}
+
+/* db on core `rank`, its scratch (bias_floats) at `mem`. */
+static void bias_sums(job *jb, int rank, float *mem)
 {
     const cg_plan *p = &jb->plan;
-    const int64_t units = jb->nchw ? p->batch : p->rows;
-    const int64_t slices = cg_slices_on(cg_slices_of(units, jb->nchw ? 1 : BIAS_SLICE_LEAST_ROWS,
-                                                     p->cout * (int64_t)sizeof(double)),
-                                        jb->members);
-    int64_t s0, s1, *unused;
-    cg_split_range(slices, rank, jb->members, &s0, &s1);
-    float *mem;
-    /* doubles, counted as pairs of floats */
-    if (core_scratch(jb, 0, 2 * p->cout * (s1 - s0), &unused, &mem, err) != CG_OK)
-        return CG_ERR_NO_MEMORY;
+    const int64_t slices = bias_slices(jb);
     cg_trace_mark since = cg_trace_start();
+    if (!jb->nchw && slices == 1) {
+        cg_bias_channels(p, dy_of(jb), rank, jb->members, db_of(jb));
+        cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_COMPUTE, since);
+        return;
+    }
+    int64_t s0, s1;
+    cg_split_range(slices, rank, jb->members, &s0, &s1);
     for (int64_t i = s0; i < s1; i++) {
-        double *sum = (double *)mem + (i - s0) * p->cout;
+        double *sum = (double *)mem + (i - s0) * cg_bias_slice_doubles(p);
         int64_t first, last;
-        cg_split_range(units, (int)i, (int)slices, &first, &last);
-        bias_slice(jb, first, last, sum);
+        cg_split_range(jb->nchw ? p->batch : p->rows, (int)i, (int)slices, &first, &last);
+        if (jb->nchw)
+            nchw_bias_slice(jb, first, last, sum);
+        else
+            cg_bias_slice(p, dy_of(jb), first, last, sum);
         jb->bias_sums[i] = sum;
     }
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_COMPUTE, since);
     cm_bar_all(jb->core_mask, 1); /* every slice's sums are there */
     since = cg_trace_start();
-    const int64_t blocks = (p->cout + LINE_FLOATS - 1) / LINE_FLOATS;
-    int64_t b0, b1;
-    cg_split_range(blocks, rank, jb->members, &b0, &b1);
-    for (int64_t c = b0 * LINE_FLOATS; c < min64(p->cout, b1 * LINE_FLOATS); c++) {
-        double total = 0.0;
-        for (int64_t k = 0; k < slices; k++)
-            total += jb->bias_sums[k][c];
-        jb->out[c] = (float)total;
-    }
+    cg_bias_reduce(p, jb->bias_sums, slices, rank, jb->members, db_of(jb));
     cg_trace_region(CG_PHASE_REDUCE, CG_PHASE_REDUCE, since);
+}
+
+static cg_status bias_core(job *jb, int rank, cg_error *err)
+{
+    int64_t *unused;
+    float *mem;
+    if (core_scratch(jb, 0, bias_floats(jb, rank), &unused, &mem, err) != CG_OK)
+        return CG_ERR_NO_MEMORY;
+    bias_sums(jb, rank, mem);
     return CG_OK;
 }
 
@@ -1984,9 +2021,15 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
 /* ---- entry points ------------------------------------------------------ */
 
 /* By operation: the public function's name. */
-static const char *const FUNCTION_NAMES[] = {"cg_conv2d_forward", "cg_conv2d_backward_data",
-                                             "cg_conv2d_backward_weights",
-                                             "cg_conv2d_backward_bias"};
+static const char *const FUNCTION_NAMES[] = {
+    "cg_conv2d_forward", "cg_conv2d_backward_data", "cg_conv2d_backward_weights",
+    "cg_conv2d_backward_bias", "cg_conv2d_backward_weights_bias"};
+
+/* The weight gradient, with db or not. */
+static int weights_op(cg_conv2d_op op)
+{
+    return op == CG_CONV2D_BACKWARD_WEIGHTS || op == CG_CONV2D_BACKWARD_WEIGHTS_BIAS;
+}
 
 /* ---- NCHW through the NHWC paths --------------------------------------- */
 
@@ -2075,7 +2118,7 @@ static void stage(const job *jb, int rank, int in)
             stage_image(jb, rank, to->out, jb->out, p->cin, in_pixels, 0);
         }
         break;
-    default: /* CG_CONV2D_BACKWARD_WEIGHTS */
+    default: /* the weight gradient (with db or not: db needs no staging) */
         if (in) {
             stage_image(jb, rank, jb->in0, (float *)to->in0, p->cin, in_pixels, 1);
             stage_image(jb, rank, jb->in1, (float *)to->in1, p->cout, out_pixels, 1);
@@ -2092,7 +2135,7 @@ static int64_t staged_floats(cg_conv2d_op op, const cg_plan *p, int64_t *in0, in
     const int64_t x = image_elems(p, p->cin, 1), y = image_elems(p, p->cout, 0),
                   w = (int64_t)p->dw_elems;
     *in0 = op == CG_CONV2D_BACKWARD_DATA ? y : x;
-    *in1 = op == CG_CONV2D_BACKWARD_WEIGHTS ? y : w;
+    *in1 = weights_op(op) ? y : w;
     const int64_t out = op == CG_CONV2D_FORWARD ? y : op == CG_CONV2D_BACKWARD_DATA ? x : w;
     return *in0 + *in1 + out;
 }
@@ -2107,6 +2150,7 @@ static cg_status run_op(job *jb, int rank, cg_error *err)
                : forward_on_rows(jb) ? forward_rows_core(jb, rank, err)
                                      : output_pixels_core(jb, rank, err);
     case CG_CONV2D_BACKWARD_WEIGHTS:
+    case CG_CONV2D_BACKWARD_WEIGHTS_BIAS:
         return jb->nchw ? weights_nchw_core(jb, rank, err)
                         : cg_weights_core(&jb->weights, rank, err);
     case CG_CONV2D_BACKWARD_DATA:
@@ -2150,17 +2194,20 @@ static void core_entry(void *arg)
         jb->status = s;
 }
 
-static const char *const ARGUMENT_NAMES[][3] = {
-    {"x", "w", "y"}, {"dy", "w", "dx"}, {"x", "dy", "dw"}, {"dy", NULL, "db"}};
+static const char *const ARGUMENT_NAMES[][4] = {{"x", "w", "y"},
+                                                {"dy", "w", "dx"},
+                                                {"x", "dy", "dw"},
+                                                {"dy", NULL, "db"},
+                                                {"x", "dy", "dw", "db"}};
 
 static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0,
-                            const float *in1, const float *bias, float *out, int core_mask,
-                            int64_t tile_rows, cg_error *err)
+                            const float *in1, const float *bias, float *out, float *db,
+                            int core_mask, int64_t tile_rows, cg_error *err)
 {
     const char *const *arg = ARGUMENT_NAMES[op];
-    const char *const names[] = {"conv", arg[0], arg[1], arg[2]};
-    const void *const ptrs[] = {conv, in0, in1, out};
-    cg_status s = cg_require(ptrs, names, 4, err);
+    const char *const names[] = {"conv", arg[0], arg[1], arg[2], arg[3]};
+    const void *const ptrs[] = {conv, in0, in1, out, db};
+    cg_status s = cg_require(ptrs, names, arg[3] ? 5 : 4, err);
     if (s != CG_OK)
         return s;
     job jb = {.op = op,
@@ -2169,6 +2216,7 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
               .in1 = in1,
               .bias = bias,
               .out = out,
+              .db = db,
               .core_mask = core_mask,
               .tile_rows = tile_rows,
               .err = err};
@@ -2190,7 +2238,8 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
         !(op == CG_CONV2D_FORWARD && jb.plan.cin == 1)) {
         int64_t n0, n1;
         const int64_t floats = staged_floats(op, &jb.plan, &n0, &n1);
-        float *copies = floats * (int64_t)sizeof(float) <= NCHW_STAGED_MOST_BYTES
+        const int fits = floats * (int64_t)sizeof(float) <= NCHW_STAGED_MOST_BYTES;
+        float *copies = fits && !cg_fault_should_fail(CG_FAULT_NCHW_STAGING)
                             ? cg_thread_floats((size_t)floats)
                             : NULL;
         if (copies) { /* else NCHW's own path */
@@ -2203,7 +2252,7 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
         }
     }
     job *run = jb.nhwc ? jb.nhwc : &jb;
-    if (op == CG_CONV2D_BACKWARD_WEIGHTS && !run->nchw) /* fp32 OHWI dw: the operator's */
+    if (weights_op(op) && !run->nchw) /* fp32 OHWI dw: the operator's */
         run->weights = (cg_weights_call){.plan = jb.plan,
                                          .dy = run->in1,
                                          .x = run->in0,
@@ -2211,38 +2260,48 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
                                          .overwrite = 1,
                                          .kc_forced = tile_rows,
                                          .core_mask = core_mask,
-                                         .core_num = jb.members};
+                                         .core_num = jb.members,
+                                         .out_db = db,
+                                         .db_sums = run->bias_sums};
     s = cm_run_here(core_mask, core_entry, &jb, err);
     return s != CG_OK ? s : jb.status;
 }
 
 cg_status cg_conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0, const float *in1,
-                        const float *bias, float *out, int core_mask, int64_t tile_rows)
+                        const float *bias, float *out, float *db, int core_mask, int64_t tile_rows)
 {
     cg_error err;
-    return cg_record(conv2d_run(op, conv, in0, in1, bias, out, core_mask, tile_rows, &err), &err);
+    return cg_record(conv2d_run(op, conv, in0, in1, bias, out, db, core_mask, tile_rows, &err),
+                     &err);
 }
 
 CG_API cg_status cg_conv2d_forward(const cg_conv2d *conv, const float *x, const float *w,
                                    const float *b, float *y, int core_mask)
 {
-    return cg_conv2d_run(CG_CONV2D_FORWARD, conv, x, w, b, y, core_mask, 0);
+    return cg_conv2d_run(CG_CONV2D_FORWARD, conv, x, w, b, y, NULL, core_mask, 0);
 }
 
 CG_API cg_status cg_conv2d_backward_data(const cg_conv2d *conv, const float *dy, const float *w,
                                          float *dx, int core_mask)
 {
-    return cg_conv2d_run(CG_CONV2D_BACKWARD_DATA, conv, dy, w, NULL, dx, core_mask, 0);
+    return cg_conv2d_run(CG_CONV2D_BACKWARD_DATA, conv, dy, w, NULL, dx, NULL, core_mask, 0);
 }
 
 CG_API cg_status cg_conv2d_backward_weights(const cg_conv2d *conv, const float *x, const float *dy,
                                             float *dw, int core_mask)
 {
-    return cg_conv2d_run(CG_CONV2D_BACKWARD_WEIGHTS, conv, x, dy, NULL, dw, core_mask, 0);
+    return cg_conv2d_run(CG_CONV2D_BACKWARD_WEIGHTS, conv, x, dy, NULL, dw, NULL, core_mask, 0);
 }
 
 CG_API cg_status cg_conv2d_backward_bias(const cg_conv2d *conv, const float *dy, float *db,
                                          int core_mask)
 {
-    return cg_conv2d_run(CG_CONV2D_BACKWARD_BIAS, conv, dy, NULL, NULL, db, core_mask, 0);
+    return cg_conv2d_run(CG_CONV2D_BACKWARD_BIAS, conv, dy, NULL, NULL, db, NULL, core_mask, 0);
+}
+
+CG_API cg_status cg_conv2d_backward_weights_bias(const cg_conv2d *conv, const float *x,
+                                                 const float *dy, float *dw, float *db,
+                                                 int core_mask)
+{
+    return cg_conv2d_run(CG_CONV2D_BACKWARD_WEIGHTS_BIAS, conv, x, dy, NULL, dw, db, core_mask, 0);
 }

@@ -14,6 +14,7 @@
 typedef enum cg_fault_point {
     CG_FAULT_THREAD_START,  /* pthread_create of an emulated core's thread */
     CG_FAULT_SCRATCH_ALLOC, /* allocation of a core's scratch: first use or growth */
+    CG_FAULT_NCHW_STAGING,  /* the NCHW training step's NHWC copies (then NCHW's own path) */
     CG_FAULT_POINTS
 } cg_fault_point;
 

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "bias.h"
 #include "core_mask/core_mask_internal.h"
 #include "fp16.h"
 #include "grad_filter.h"
@@ -142,6 +143,7 @@ typedef struct share {
     int64_t kc;                                /* general path: rows a pass */
     int64_t pack_floats; /* the packing's (or depthwise accumulators') scratch */
     int64_t part_floats; /* then this core's slices' partials */
+    int64_t db_doubles;  /* then, from a cache line, the db sums of the slices it sums */
 } share;
 
 /* The next block of dw among column units [*unit, last): part of one
@@ -241,12 +243,51 @@ static share plan_share(const cg_weights_call *c, int rank, int members)
         s.pack_floats = slices_pack_floats(p, s.kc);
         s.part_floats = whole_into_out(c, &s) ? 0 : (s.last - s.first) * (int64_t)p->dw_elems;
     }
+    if (c->out_db && s.slices > 1) {
+        const int64_t summed = s.in_team ? rank == s.holder : s.last - s.first;
+        s.db_doubles = summed * cg_bias_slice_doubles(p);
+    }
     return s;
+}
+
+/* Floats ahead of a core's db sums: its packing space and partials, to a
+ * cache line. */
+static int64_t db_sums_at(const share *s)
+{
+    return (s->pack_floats + s->part_floats + REDUCE_UNIT - 1) / REDUCE_UNIT * REDUCE_UNIT;
 }
 
 static size_t share_bytes(const share *s)
 {
-    return (size_t)(s->pack_floats + s->part_floats) * sizeof(float);
+    if (s->db_doubles == 0)
+        return (size_t)(s->pack_floats + s->part_floats) * sizeof(float);
+    return (size_t)db_sums_at(s) * sizeof(float) + (size_t)s->db_doubles * sizeof(double);
+}
+
+/* db's sums of slice i (rows [r0, r1)), from dy while its rows are still in
+ * cache, into the core's `k`th slot; where the sum is one slice, db is
+ * summed by channels after it instead (finish_db). */
+static void slice_db(const cg_weights_call *c, const share *s, int64_t i, int64_t k, int64_t r0,
+                     int64_t r1, float *scratch)
+{
+    if (!c->out_db || s->slices == 1)
+        return;
+    double *sums = (double *)(scratch + db_sums_at(s)) + k * cg_bias_slice_doubles(&c->plan);
+    cg_bias_slice(&c->plan, c->dy, r0, r1, sums);
+    c->db_sums[i] = sums;
+}
+
+/* db from the slices' sums (after a barrier), or summed by channels. */
+static void finish_db(const cg_weights_call *c, const share *s, int rank)
+{
+    if (!c->out_db)
+        return;
+    const cg_trace_mark since = cg_trace_start();
+    if (s->slices == 1)
+        cg_bias_channels(&c->plan, c->dy, rank, c->core_num, c->out_db);
+    else
+        cg_bias_reduce(&c->plan, c->db_sums, s->slices, rank, c->core_num, c->out_db);
+    cg_trace_region(s->slices == 1 ? CG_PHASE_COMPUTE : CG_PHASE_REDUCE, CG_PHASE_REDUCE, since);
 }
 
 /* Slice i's sum, from zero, into dst: dw over rows cut i of `slices`. */
@@ -266,6 +307,7 @@ static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, float
         const cg_dw_block all = whole_dw(p);
         cg_general_rows(p, c->dy, c->x, &all, r0, r1, s->kc, scratch, beta, dst);
     }
+    slice_db(c, s, i, i - s->first, r0, r1, scratch);
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
 }
 
@@ -282,14 +324,19 @@ static void block_sum(const cg_weights_call *c, const share *s, const cg_dw_bloc
 
 /* In a team: its slice's sum over the team's column units, at their places
  * in dw_like (the holder's partial, or out_dw). */
-static void team_slice(const cg_weights_call *c, const share *s, float *scratch, float beta,
-                       float *dw_like)
+static void team_slice(const cg_weights_call *c, const share *s, int rank, float *scratch,
+                       float beta, float *dw_like)
 {
     int64_t r0, r1;
     cg_split_range(c->plan.rows, (int)s->first, (int)s->slices, &r0, &r1);
     for (int64_t u = s->team_units_first; u < s->team_units_last;) {
         const cg_dw_block b = next_column_block(&c->plan, &u, s->team_units_last);
         block_sum(c, s, &b, r0, r1, scratch, beta, dw_like);
+    }
+    if (rank == s->holder) {
+        const cg_trace_mark since = cg_trace_start();
+        slice_db(c, s, s->first, 0, r0, r1, scratch);
+        cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_COMPUTE, since);
     }
 }
 
@@ -363,21 +410,24 @@ cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err)
         /* cg_conv2d has no workspace: its sums always go straight into dw */
         columns_share(c, &s, scratch,
                       c->workspace ? c->workspace + (size_t)rank * p->dw_elems : NULL);
+        finish_db(c, &s, rank);
     } else if (whole_into_out(c, &s)) {
         if (s.in_team)
-            team_slice(c, &s, scratch, direct_beta(c), direct_out(c));
+            team_slice(c, &s, rank, scratch, direct_beta(c), direct_out(c));
         else if (s.first < s.last)
             sum_slice(c, &s, 0, scratch, direct_beta(c), direct_out(c));
+        finish_db(c, &s, rank);
     } else {
         if (s.in_team) {
             float *held = cm_scratch_of(c->core_mask, s.holder);
-            team_slice(c, &s, scratch, 0.0f, held + s.pack_floats);
+            team_slice(c, &s, rank, scratch, 0.0f, held + s.pack_floats);
         } else {
             for (int64_t i = s.first; i < s.last; i++)
                 sum_slice(c, &s, i, scratch, 0.0f,
                           scratch + s.pack_floats + (i - s.first) * (int64_t)p->dw_elems);
         }
-        cm_bar_all(c->core_mask, 1); /* every slice's partial written */
+        cm_bar_all(c->core_mask, 1); /* every slice's partial (and db sums) written */
+        finish_db(c, &s, rank);
         reduce_slices(c, &s, rank);
     }
     cm_bar_all(c->core_mask, 1); /* out_dw complete, scratch free to reuse */

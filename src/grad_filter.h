@@ -15,6 +15,11 @@ typedef struct cg_weights_call {
     int overwrite;     /* dw = the sum (cg_conv2d), else out_dw += sum + bias */
     int64_t kc_forced; /* rows a pass where > 0 (tests), else the library's */
     int core_mask, core_num;
+    /* cg_conv2d_backward_weights_bias (fp32 NHWC): db, summed while each
+     * slice of dy's rows is in cache (bias.h); NULL: none. db_sums: a table
+     * of CG_MAX_SLICES pointers the cores fill, one to each slice's sums. */
+    float *out_db;
+    const double **db_sums;
 } cg_weights_call;
 
 /* Logical core `rank`'s share of c on the cores of c->core_mask, all of

@@ -178,12 +178,18 @@ typedef enum op_id {
     OP_BACKWARD_DATA,   /* dx from dy, w */
     OP_BACKWARD_WEIGHTS,
     OP_BACKWARD_BIAS,
+    OP_WEIGHTS_BIAS_DW, /* cg_conv2d_backward_weights_bias: its dw checked */
+    OP_WEIGHTS_BIAS_DB, /* the same call: its db checked */
     OP_COUNT
 } op_id;
 
-static const char *const OP_NAMES[OP_COUNT] = {
-    "cg_conv2d_forward", "cg_conv2d_forward (b NULL)", "cg_conv2d_backward_data",
-    "cg_conv2d_backward_weights", "cg_conv2d_backward_bias"};
+static const char *const OP_NAMES[OP_COUNT] = {"cg_conv2d_forward",
+                                               "cg_conv2d_forward (b NULL)",
+                                               "cg_conv2d_backward_data",
+                                               "cg_conv2d_backward_weights",
+                                               "cg_conv2d_backward_bias",
+                                               "cg_conv2d_backward_weights_bias (dw)",
+                                               "cg_conv2d_backward_weights_bias (db)"};
 
 /* One problem's tensors: inputs read-only, one output buffer per operation. */
 typedef struct problem {
@@ -199,8 +205,10 @@ static size_t out_elems(const problem *p, op_id op)
     case OP_BACKWARD_DATA:
         return p->nx;
     case OP_BACKWARD_WEIGHTS:
+    case OP_WEIGHTS_BIAS_DW:
         return p->nw;
     case OP_BACKWARD_BIAS:
+    case OP_WEIGHTS_BIAS_DB:
         return p->nb;
     default:
         return p->ny;
@@ -255,6 +263,17 @@ static const float *fptr(const cgt_buf *b)
     return (const float *)b->ptr;
 }
 
+/* cg_conv2d_backward_weights_bias's two outputs (either of its ops). */
+static float *fused_dw(const problem *p)
+{
+    return (float *)p->out[OP_WEIGHTS_BIAS_DW].ptr;
+}
+
+static float *fused_db(const problem *p)
+{
+    return (float *)p->out[OP_WEIGHTS_BIAS_DB].ptr;
+}
+
 /* Runs op on p's buffers. tile_rows 0: the public function; > 0: the
  * internal entry with that many rows a tile. */
 static cg_status run_op(const problem *p, op_id op, int mask, int tile_rows)
@@ -263,17 +282,22 @@ static cg_status run_op(const problem *p, op_id op, int mask, int tile_rows)
     const float *x = fptr(&p->x), *w = fptr(&p->w), *b = fptr(&p->b), *dy = fptr(&p->dy);
     if (tile_rows > 0) {
         switch (op) {
+        case OP_WEIGHTS_BIAS_DW:
+        case OP_WEIGHTS_BIAS_DB:
+            return cg_conv2d_run(CG_CONV2D_BACKWARD_WEIGHTS_BIAS, &p->c, x, dy, NULL, fused_dw(p),
+                                 fused_db(p), mask, tile_rows);
         case OP_FORWARD:
-            return cg_conv2d_run(CG_CONV2D_FORWARD, &p->c, x, w, b, out, mask, tile_rows);
+            return cg_conv2d_run(CG_CONV2D_FORWARD, &p->c, x, w, b, out, NULL, mask, tile_rows);
         case OP_FORWARD_NO_BIAS:
-            return cg_conv2d_run(CG_CONV2D_FORWARD, &p->c, x, w, NULL, out, mask, tile_rows);
+            return cg_conv2d_run(CG_CONV2D_FORWARD, &p->c, x, w, NULL, out, NULL, mask, tile_rows);
         case OP_BACKWARD_DATA:
-            return cg_conv2d_run(CG_CONV2D_BACKWARD_DATA, &p->c, dy, w, NULL, out, mask, tile_rows);
+            return cg_conv2d_run(CG_CONV2D_BACKWARD_DATA, &p->c, dy, w, NULL, out, NULL, mask,
+                                 tile_rows);
         case OP_BACKWARD_WEIGHTS:
-            return cg_conv2d_run(CG_CONV2D_BACKWARD_WEIGHTS, &p->c, x, dy, NULL, out, mask,
+            return cg_conv2d_run(CG_CONV2D_BACKWARD_WEIGHTS, &p->c, x, dy, NULL, out, NULL, mask,
                                  tile_rows);
         default:
-            return cg_conv2d_run(CG_CONV2D_BACKWARD_BIAS, &p->c, dy, NULL, NULL, out, mask,
+            return cg_conv2d_run(CG_CONV2D_BACKWARD_BIAS, &p->c, dy, NULL, NULL, out, NULL, mask,
                                  tile_rows);
         }
     }
@@ -286,6 +310,9 @@ static cg_status run_op(const problem *p, op_id op, int mask, int tile_rows)
         return cg_conv2d_backward_data(&p->c, dy, w, out, mask);
     case OP_BACKWARD_WEIGHTS:
         return cg_conv2d_backward_weights(&p->c, x, dy, out, mask);
+    case OP_WEIGHTS_BIAS_DW:
+    case OP_WEIGHTS_BIAS_DB:
+        return cg_conv2d_backward_weights_bias(&p->c, x, dy, fused_dw(p), fused_db(p), mask);
     default:
         return cg_conv2d_backward_bias(&p->c, dy, out, mask);
     }
@@ -301,10 +328,12 @@ static void coords_str(const cg_conv2d *c, op_id op, size_t i, char *buf, size_t
         snprintf(buf, len, "n=%d iy=%d ix=%d c=%d", a, b, d, e);
         break;
     case OP_BACKWARD_WEIGHTS:
+    case OP_WEIGHTS_BIAS_DW:
         cref_w_coords(c, i, &a, &b, &d, &e);
         snprintf(buf, len, "co=%d kh=%d kw=%d ci=%d", a, b, d, e);
         break;
     case OP_BACKWARD_BIAS:
+    case OP_WEIGHTS_BIAS_DB:
         snprintf(buf, len, "co=%zu", i);
         break;
     default:
@@ -381,6 +410,8 @@ static void exact_init(exact_problem *e, const shape *s, cg_layout layout, int s
     cref_backward_data_f32(&c, fptr(&p->dy), fptr(&p->w), e->want[OP_BACKWARD_DATA]);
     cref_backward_weights_f32(&c, fptr(&p->x), fptr(&p->dy), e->want[OP_BACKWARD_WEIGHTS]);
     cref_backward_bias_f32(&c, fptr(&p->dy), e->want[OP_BACKWARD_BIAS]);
+    memcpy(e->want[OP_WEIGHTS_BIAS_DW], e->want[OP_BACKWARD_WEIGHTS], p->nw * sizeof(float));
+    memcpy(e->want[OP_WEIGHTS_BIAS_DB], e->want[OP_BACKWARD_BIAS], p->nb * sizeof(float));
 }
 
 static void exact_free(exact_problem *e)
@@ -610,6 +641,91 @@ Test(conv2d, grouped_few_channels, .timeout = TEST_TIMEOUT)
                       2000);
 }
 
+/* Shapes whose weight gradient cuts its rows into slices (2048 rows and
+ * more), on masks with fewer cores than slices, as many, and more (teams
+ * sharing each slice): cg_conv2d_backward_weights_bias sums db slice by
+ * slice as the weight gradient reads dy. Both layouts, every operation,
+ * exact; then the fused call's dw and db on random data against the two
+ * calls', bit for bit. */
+/* clang-format off */
+static const shape SLICED_SHAPES[] = {
+    {"3x3 16->24 on 32x32, batch 2", .n = 2, .h = 32, .w = 32, .cin = 16, .cout = 24, .kh = 3,
+     .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
+    {"depthwise 3x3, 40 channels on 32x33, batch 2", .n = 2, .h = 32, .w = 33, .cin = 40,
+     .cout = 40, .g = 40, .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
+    {"1x1 64->40 on 24x24, batch 4", .n = 4, .h = 24, .w = 24, .cin = 64, .cout = 40, .kh = 1,
+     .kw = 1},
+    {"3x3, 5 groups of 4 on 36x30, batch 2", .n = 2, .h = 36, .w = 30, .cin = 20, .cout = 20,
+     .g = 5, .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
+    {"7x7 stride 2, 3->16 on 96x90", .n = 1, .h = 96, .w = 90, .cin = 3, .cout = 16, .kh = 7,
+     .kw = 7, .sh = 2, .sw = 2, .pt = 3, .pb = 3, .pl = 3, .pr = 3},
+};
+/* clang-format on */
+static const int SLICED_MASKS[] = {0x1, 0x3, 0x7, 0xF, 0xFF, 0};
+
+Test(conv2d, weights_bias_by_slices, .timeout = TEST_TIMEOUT)
+{
+    tally t = {"weights_bias_by_slices", 0, 0};
+    const int n_shapes = (int)(sizeof SLICED_SHAPES / sizeof SLICED_SHAPES[0]);
+    for (int si = 0; si < n_shapes; ++si)
+        for (int layout = 0; layout < 2; ++layout) {
+            const shape *s = &SLICED_SHAPES[si];
+            exact_problem e;
+            exact_init(&e, s, (cg_layout)layout, 3000 + si);
+            check_shape_basics(&t, s, &e.p.c);
+            for (const int *m = SLICED_MASKS; *m; ++m)
+                for (int op = OP_BACKWARD_WEIGHTS; op < OP_COUNT; ++op)
+                    check_exact_call(&t, s, &e, (op_id)op, *m, 0);
+            exact_free(&e);
+        }
+    assert_no_failure(&t);
+}
+
+/* The first of n floats whose bits differ, or -1. */
+static long long first_other_bits(const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        if (bits_of(a[i]) != bits_of(b[i]))
+            return (long long)i;
+    return -1;
+}
+
+Test(conv2d, weights_bias_same_bits_as_the_two_calls, .timeout = TEST_TIMEOUT)
+{
+    tally t = {"weights_bias_same_bits_as_the_two_calls", 0, 0};
+    const int n_shapes = (int)(sizeof SLICED_SHAPES / sizeof SLICED_SHAPES[0]);
+    for (int si = 0; si < n_shapes + N_SHAPES; ++si)
+        for (int layout = 0; layout < 2; ++layout) {
+            const shape *s = si < n_shapes ? &SLICED_SHAPES[si] : &SHAPES[si - n_shapes];
+            const cg_conv2d c = desc_of(s, (cg_layout)layout);
+            problem p;
+            problem_init(&p, &c, 0, case_seed("same bits fused", si, layout));
+            float *dw = (float *)p.out[OP_BACKWARD_WEIGHTS].ptr;
+            float *db = (float *)p.out[OP_BACKWARD_BIAS].ptr;
+            for (const int *m = SLICED_MASKS; *m; ++m) {
+                ++t.configs;
+                const cg_status st[3] = {run_op(&p, OP_BACKWARD_WEIGHTS, *m, 0),
+                                         run_op(&p, OP_BACKWARD_BIAS, *m, 0),
+                                         run_op(&p, OP_WEIGHTS_BIAS_DW, *m, 0)};
+                if (st[0] != CG_OK || st[1] != CG_OK || st[2] != CG_OK) {
+                    report(&t, "[%s] %s, mask 0x%x: status %d %d %d", s->name,
+                           layout_name((cg_layout)layout), (unsigned)*m, st[0], st[1], st[2]);
+                    continue;
+                }
+                const long long w_at = first_other_bits(fused_dw(&p), dw, p.nw);
+                const long long b_at = first_other_bits(fused_db(&p), db, p.nb);
+                if (w_at >= 0 || b_at >= 0)
+                    report(&t,
+                           "[%s] %s, mask 0x%x: the fused call's %s differs from the two "
+                           "calls' at element %lld",
+                           s->name, layout_name((cg_layout)layout), (unsigned)*m,
+                           w_at >= 0 ? "dw" : "db", w_at >= 0 ? w_at : b_at);
+            }
+            problem_free(&p);
+        }
+    assert_no_failure(&t);
+}
+
 /* Random shapes: any groups (depthwise and depth multipliers included),
  * kernels, strides, dilations and pads, both layouts, random masks and tile
  * sizes; every operation exact as above. $CGT_SCALE (default 1) multiplies
@@ -819,6 +935,14 @@ Test(conv2d, tolerance, .timeout = TEST_TIMEOUT)
             terms[OP_BACKWARD_DATA] = cref_terms_backward_data(&c);
             terms[OP_BACKWARD_WEIGHTS] = cref_terms_backward_weights(&c);
             terms[OP_BACKWARD_BIAS] = cref_terms_backward_bias(&c);
+            const op_id fused[2] = {OP_WEIGHTS_BIAS_DW, OP_WEIGHTS_BIAS_DB};
+            const op_id alone[2] = {OP_BACKWARD_WEIGHTS, OP_BACKWARD_BIAS};
+            for (int k = 0; k < 2; ++k) {
+                const size_t bytes = out_elems(&p, fused[k]) * sizeof(double);
+                memcpy(want[fused[k]], want[alone[k]], bytes);
+                memcpy(mag[fused[k]], mag[alone[k]], bytes);
+                terms[fused[k]] = terms[alone[k]];
+            }
 
             for (int m = 0; m < 2; ++m)
                 for (int op = 0; op < OP_COUNT; ++op) {
@@ -1201,18 +1325,18 @@ static int op_takes(op_id op, int flag)
 {
     switch (flag) {
     case NULL_X:
-        return op == OP_FORWARD || op == OP_FORWARD_NO_BIAS || op == OP_BACKWARD_WEIGHTS;
+        return op != OP_BACKWARD_DATA && op != OP_BACKWARD_BIAS;
     case NULL_W:
         return op == OP_FORWARD || op == OP_FORWARD_NO_BIAS || op == OP_BACKWARD_DATA;
     case NULL_DY:
-        return op == OP_BACKWARD_DATA || op == OP_BACKWARD_WEIGHTS || op == OP_BACKWARD_BIAS;
+        return op != OP_FORWARD && op != OP_FORWARD_NO_BIAS;
     default:
         return 1;
     }
 }
 
 /* Each operation's output argument, as its public function names it. */
-static const char *const OUTPUT_NAMES[OP_COUNT] = {"y", "y", "dx", "dw", "db"};
+static const char *const OUTPUT_NAMES[OP_COUNT] = {"y", "y", "dx", "dw", "db", "dw", "db"};
 
 /* The row's detail (in `got`), exactly, and in cg_conv2d's words only. */
 static void check_detail(tally *t, const err_row *row, op_id op, const char *where, const char *got)
@@ -1244,6 +1368,10 @@ static cg_status call_public(const problem *p, const cg_conv2d *conv, op_id op, 
         return cg_conv2d_backward_data(conv, dy, w, out, mask);
     case OP_BACKWARD_WEIGHTS:
         return cg_conv2d_backward_weights(conv, x, dy, out, mask);
+    case OP_WEIGHTS_BIAS_DW: /* the checked output NULL or not, the other given */
+        return cg_conv2d_backward_weights_bias(conv, x, dy, out, fused_db(p), mask);
+    case OP_WEIGHTS_BIAS_DB:
+        return cg_conv2d_backward_weights_bias(conv, x, dy, fused_dw(p), out, mask);
     default:
         return cg_conv2d_backward_bias(conv, dy, out, mask);
     }
@@ -1457,9 +1585,13 @@ Test(conv2d, last_status_follows_each_call)
  * a detail naming the function and the core, and write nothing. */
 enum { N_INSIDE_MASKS = 5, OWN_CORE = 1 }; /* OWN_CORE: 1 << the calling core */
 static const int INSIDE_MASKS[N_INSIDE_MASKS] = {0x3, OWN_CORE, 0xC, ALL_32_CORES, 0};
-static const char *const FUNCTION_NAMES[OP_COUNT] = {
-    "cg_conv2d_forward", "cg_conv2d_forward", "cg_conv2d_backward_data",
-    "cg_conv2d_backward_weights", "cg_conv2d_backward_bias"};
+static const char *const FUNCTION_NAMES[OP_COUNT] = {"cg_conv2d_forward",
+                                                     "cg_conv2d_forward",
+                                                     "cg_conv2d_backward_data",
+                                                     "cg_conv2d_backward_weights",
+                                                     "cg_conv2d_backward_bias",
+                                                     "cg_conv2d_backward_weights_bias",
+                                                     "cg_conv2d_backward_weights_bias"};
 
 typedef struct inside_ctx {
     const problem *p;

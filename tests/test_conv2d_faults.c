@@ -17,13 +17,16 @@
 #include "fault.h"
 #include "support.h"
 
-enum { OPS = 4 };
+enum { OPS = 5, BIAS = 3, WEIGHTS_BIAS = 4 };
 static const char *const OP_NAMES[OPS] = {"forward", "backward_data", "backward_weights",
-                                          "backward_bias"};
+                                          "backward_bias", "backward_weights_bias"};
 
+/* out is the operation's output (backward_weights_bias: dw, and db its
+ * second); before: what the caller had there; want: the reference. */
 typedef struct buffers {
     cg_conv2d c;
     float *x, *w, *b, *dy, *out, *before, *want;
+    float *db, *db_before, *db_want;
     size_t n_out;
 } buffers;
 
@@ -37,11 +40,13 @@ static float *integers(cgt_rng *r, size_t n)
 }
 
 /* A strided, padded, grouped convolution: every operation needs scratch
- * (dw's rows of 66 are the packed GEMM's, not the outer products'). */
+ * (dw's rows of 66 are the packed GEMM's, not the outer products'); the
+ * bias, 64 images: NHWC's is summed by slices of dy's rows (with scratch)
+ * only where there are 2048 rows or more, as the weight gradient's. */
 static void buffers_init(buffers *f, cg_layout layout, int op)
 {
     f->c = (cg_conv2d){.layout = layout,
-                       .batch = 2,
+                       .batch = op >= BIAS ? 64 : 2,
                        .in_h = 9,
                        .in_w = 8,
                        .in_c = 22,
@@ -64,13 +69,19 @@ static void buffers_init(buffers *f, cg_layout layout, int op)
     f->b = integers(&r, (size_t)f->c.out_c);
     f->dy = integers(&r, cref_y_elems(&f->c));
     const size_t sizes[OPS] = {cref_y_elems(&f->c), cref_x_elems(&f->c), cref_w_elems(&f->c),
-                               (size_t)f->c.out_c};
+                               (size_t)f->c.out_c, cref_w_elems(&f->c)};
     f->n_out = sizes[op];
     f->out = integers(&r, f->n_out); /* stands for whatever the caller had there */
     f->before = malloc(f->n_out * sizeof(float));
     f->want = malloc(f->n_out * sizeof(float));
-    cr_assert(f->before && f->want);
+    const size_t nb = (size_t)f->c.out_c;
+    f->db = integers(&r, nb);
+    f->db_before = malloc(nb * sizeof(float));
+    f->db_want = malloc(nb * sizeof(float));
+    cr_assert(f->before && f->want && f->db_before && f->db_want);
     memcpy(f->before, f->out, f->n_out * sizeof(float));
+    memcpy(f->db_before, f->db, nb * sizeof(float));
+    cref_backward_bias_f32(&f->c, f->dy, f->db_want);
     switch (op) {
     case 0:
         cref_forward_f32(&f->c, f->x, f->w, f->b, f->want);
@@ -79,6 +90,7 @@ static void buffers_init(buffers *f, cg_layout layout, int op)
         cref_backward_data_f32(&f->c, f->dy, f->w, f->want);
         break;
     case 2:
+    case WEIGHTS_BIAS:
         cref_backward_weights_f32(&f->c, f->x, f->dy, f->want);
         break;
     default:
@@ -96,6 +108,9 @@ static void buffers_free(buffers *f)
     free(f->out);
     free(f->before);
     free(f->want);
+    free(f->db);
+    free(f->db_before);
+    free(f->db_want);
 }
 
 static cg_status call(buffers *f, int op, int mask)
@@ -107,6 +122,8 @@ static cg_status call(buffers *f, int op, int mask)
         return cg_conv2d_backward_data(&f->c, f->dy, f->w, f->out, mask);
     case 2:
         return cg_conv2d_backward_weights(&f->c, f->x, f->dy, f->out, mask);
+    case WEIGHTS_BIAS:
+        return cg_conv2d_backward_weights_bias(&f->c, f->x, f->dy, f->out, f->db, mask);
     default:
         return cg_conv2d_backward_bias(&f->c, f->dy, f->out, mask);
     }
@@ -132,15 +149,21 @@ static void fails_then_recovers(int op, cg_layout layout, int mask, cg_fault_poi
     cr_expect(fired > 0, "%s %s: the fault never fired", what, lay);
     cr_expect(memcmp(f.out, f.before, f.n_out * sizeof(float)) == 0,
               "%s %s: the failed call wrote its output", what, lay);
+    const size_t db_bytes = (size_t)f.c.out_c * sizeof(float);
+    cr_expect(memcmp(f.db, f.db_before, db_bytes) == 0, "%s %s: the failed call wrote db", what,
+              lay);
     cr_expect_eq(call(&f, op, mask), CG_OK, "%s %s: the next call", what, lay);
     cr_expect(cg_last_error_detail()[0] == '\0', "%s %s: detail '%s' after the next call", what,
               lay, cg_last_error_detail());
     cr_expect(memcmp(f.out, f.want, f.n_out * sizeof(float)) == 0,
               "%s %s: the next call is not exact", what, lay);
+    if (op == WEIGHTS_BIAS)
+        cr_expect(memcmp(f.db, f.db_want, db_bytes) == 0, "%s %s: the next call's db is not exact",
+                  what, lay);
     buffers_free(&f);
 }
 
-/* Cores 2*i and 2*i + 1 for case i (i < 8): fresh scratch every case. */
+/* Cores 2*i and 2*i + 1 for case i (i < 10): fresh scratch every case. */
 Test(conv2d_faults, scratch_allocation_fails_nothing_written, .timeout = 120.0)
 {
     for (int layout = 0; layout < 2; layout++)
@@ -153,4 +176,31 @@ Test(conv2d_faults, scratch_allocation_fails_nothing_written, .timeout = 120.0)
 Test(conv2d_faults, thread_start_fails_nothing_written, .timeout = 120.0)
 {
     fails_then_recovers(2, CG_LAYOUT_NHWC, (int)0xC0000000u, CG_FAULT_THREAD_START, CG_ERR_THREAD);
+}
+
+/* NCHW without its NHWC copies (refused, as past 512 MiB or when they
+ * cannot be had): every operation on NCHW's own path, exact, on cores 20-23
+ * (a mask with fewer cores than the weight gradient's slices, and one with
+ * as many). */
+Test(conv2d_faults, nchw_own_path_exact, .timeout = 120.0)
+{
+    static const int masks[] = {0x100000, 0x300000, 0xF00000};
+    for (int op = 0; op < OPS; op++)
+        for (int m = 0; m < 3; m++) {
+            buffers f;
+            buffers_init(&f, CG_LAYOUT_NCHW, op);
+            cg_fault_arm(CG_FAULT_NCHW_STAGING, 1, -1);
+            const cg_status st = call(&f, op, masks[m]);
+            const long refused = cg_fault_failures(CG_FAULT_NCHW_STAGING);
+            cg_fault_disarm_all();
+            cr_expect_eq(st, CG_OK, "%s on 0x%x: status %d", OP_NAMES[op], masks[m], st);
+            cr_expect(refused == (op != BIAS), "%s: the copies refused %ld times", OP_NAMES[op],
+                      refused);
+            cr_expect(memcmp(f.out, f.want, f.n_out * sizeof(float)) == 0, "%s on 0x%x: not exact",
+                      OP_NAMES[op], masks[m]);
+            if (op == WEIGHTS_BIAS)
+                cr_expect(memcmp(f.db, f.db_want, (size_t)f.c.out_c * sizeof(float)) == 0,
+                          "%s on 0x%x: db not exact", OP_NAMES[op], masks[m]);
+            buffers_free(&f);
+        }
 }

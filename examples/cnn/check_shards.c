@@ -38,8 +38,7 @@ static cg_status on_conv(void *ctx, int layer, const cg_conv2d *d, const float *
     r->conv_calls++;
     if (d->batch == 0)
         return CG_OK;
-    cg_status s = cg_conv2d_backward_weights(d, x, dy, dw, core_mask);
-    return s != CG_OK ? s : cg_conv2d_backward_bias(d, dy, db, core_mask);
+    return cg_conv2d_backward_weights_bias(d, x, dy, dw, db, core_mask);
 }
 
 static int fail(const char *what)

@@ -417,8 +417,7 @@ static cg_status conv_param_grads(cnn_net *m, int layer, const cg_conv2d *d, con
         if (report(s, "the conv_param_grads hook", layer) != CG_OK)
             return s;
     } else if (d->batch > 0) {
-        CONV_CALL(m, layer, cg_conv2d_backward_weights, d, x, dy, g.dw, m->core_mask);
-        CONV_CALL(m, layer, cg_conv2d_backward_bias, d, dy, g.db, m->core_mask);
+        CONV_CALL(m, layer, cg_conv2d_backward_weights_bias, d, x, dy, g.dw, g.db, m->core_mask);
     }
     grads_ready(m, layer, h);
     return CG_OK;

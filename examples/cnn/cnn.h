@@ -95,7 +95,7 @@ typedef struct cnn_grads {
 /* What the caller adds to the backward pass; any member may be NULL. */
 typedef struct cnn_hooks {
     void *ctx;
-    /* Replaces cg_conv2d_backward_weights and _bias of conv layer `layer`:
+    /* Replaces cg_conv2d_backward_weights_bias of conv layer `layer`:
      * writes the gradients of the sub-batch x, dy (descriptor d) to dw and
      * db (d->batch may be 0: dw and db are then zero already, and there is
      * nothing to compute). The shared code computes the layer's data

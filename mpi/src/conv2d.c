@@ -115,10 +115,8 @@ static cg_status compute_locally(const cg_conv2d *conv, const float *x, const fl
             memset(db, 0, (size_t)conv->out_c * sizeof *db);
         return CG_OK;
     }
-    cg_status s = cg_conv2d_backward_weights(conv, x, dy, dw, core_mask);
-    if (s == CG_OK && db)
-        s = cg_conv2d_backward_bias(conv, dy, db, core_mask);
-    return s;
+    return db ? cg_conv2d_backward_weights_bias(conv, x, dy, dw, db, core_mask)
+              : cg_conv2d_backward_weights(conv, x, dy, dw, core_mask);
 }
 
 CGM_API cg_status cg_mpi_conv2d_backward_weights_start(cg_mpi_comm *c, const cg_conv2d *conv,

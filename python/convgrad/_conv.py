@@ -124,6 +124,9 @@ class Convolution:
     def backward_bias(self, dy, db, core_mask=None):
         self._run(lib.cg_conv2d_backward_bias, dy, db, core_mask=core_mask)
 
+    def backward_weights_bias(self, x, dy, dw, db, core_mask=None):
+        self._run(lib.cg_conv2d_backward_weights_bias, x, dy, dw, db, core_mask=core_mask)
+
 
 def _hashable(v):
     return tuple(_hashable(e) for e in v) if isinstance(v, (list, tuple)) else v

@@ -97,10 +97,17 @@ class Conv2dFunction(torch.autograd.Function):
         dx = dw = db = None
         if ctx.needs_input_grad[0]:
             dx = _input_grad(conv, weight, dy, core_mask)
-        if ctx.needs_input_grad[1]:
-            dw = _weight_grad(conv, x, dy, core_mask)
-        if ctx.has_bias and ctx.needs_input_grad[2]:
+        want_db = ctx.has_bias and ctx.needs_input_grad[2]
+        if want_db:
             db = _new(conv.b_shape)
+        if ctx.needs_input_grad[1] and want_db:  # one pass over dy for both
+            dw = _new(conv.w_shape)
+            conv.backward_weights_bias(_address(x, "input", conv.x_shape),
+                                       _address(dy, "grad_output", conv.y_shape), dw.data_ptr(),
+                                       db.data_ptr(), core_mask)
+        elif ctx.needs_input_grad[1]:
+            dw = _weight_grad(conv, x, dy, core_mask)
+        elif want_db:
             conv.backward_bias(dy.data_ptr(), db.data_ptr(), core_mask)
         return dx, dw, db, None, None
 
