@@ -1797,10 +1797,11 @@ static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, co
     const float **line = rows + v->taps;
     const int64_t row_floats = h->len * c;
     int64_t asked = source_bottom(v, out_h, out_w, first); /* the first row's read on demand */
-    /* an output larger than the last-level cache goes to memory whatever
-     * reads it next: written past the caches, it is not read in first */
+    /* an output larger than the last-level cache (at most 16 MiB of it:
+     * kernels/context.c) goes to memory whatever reads it next: written
+     * past the caches, it is not read in first */
     const int stream =
-        jb->plan.batch * out_h * out_w * c * (int64_t)sizeof(float) > cg_kernels()->llc_bytes;
+        jb->plan.batch * out_h * out_w * c * (int64_t)sizeof(float) > cg_kernels()->stream_bytes;
     for (int64_t at = first; at < last;) { /* a piece of an output row */
         const int64_t image = at / (out_h * out_w), oy = at / out_w % out_h, ox0 = at % out_w;
         const int64_t ox1 = min64(out_w, ox0 + last - at);

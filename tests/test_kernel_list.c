@@ -891,22 +891,28 @@ static int dwconv_run_wrong(cg_dwconv_run_fn *fn, int n, int kh_n, int kw, int k
 }
 
 /* Runs of 1 to 2 blocks of pixels and one more, channel counts up to 3
- * vectors and a few past, kernels of 1 and 3 rows and 1, 3 and 5 taps a row
- * with every tap range [kw0, kw1) (empty ones too). */
+ * vectors and a few past, and whole lines of them (16 to 64: where a run
+ * may stream, every line is written whole), kernels of 1 and 3 rows and 1,
+ * 3 and 5 taps a row with every tap range [kw0, kw1) (empty ones too). */
 static void check_dwconv_run(cg_dwconv_run_fn *fn, const char *name, cg_isa isa, int mr, int nr)
 {
     (void)isa, (void)mr;
     /* blocks of 8, and of 12 (AVX2) or 16 (AVX-512) where three taps are a pixel apart */
     const int widths[] = {1, 3, 5}, pixel_counts[] = {1, 7, 8, 9, 12, 16, 17, 25, 33};
+    int channels[64], counts = 0;
+    for (int n = 1; n <= 3 * nr + 5; n += n < nr + 2 ? 1 : 5)
+        channels[counts++] = n;
+    for (int n = 16; n <= 64; n += 16)
+        channels[counts++] = n;
     cgt_rng r;
     cgt_rng_seed(&r, cgt_base_seed());
-    for (int n = 1; n <= 3 * nr + 5; n += n < nr + 2 ? 1 : 5)
+    for (int ci = 0; ci < counts; ci++)
         for (int kh_n = 1; kh_n <= 3; kh_n += 2)
             for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
                 for (int kw0 = 0; kw0 <= widths[wi]; kw0++)
                     for (int kw1 = kw0; kw1 <= widths[wi]; kw1++)
                         for (size_t pi = 0; pi < sizeof pixel_counts / sizeof *pixel_counts; pi++) {
-                            const int pixels = pixel_counts[pi];
+                            const int n = channels[ci], pixels = pixel_counts[pi];
                             const int back = (n + kw0 + kw1 + (int)pi) % 2,
                                       with_init = (pixels + kw1) % 2;
                             cr_assert(!dwconv_run_wrong(fn, n, kh_n, widths[wi], kw0, kw1, pixels,

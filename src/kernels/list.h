@@ -152,8 +152,8 @@ typedef void cg_dwconv_pixel_fn(float *restrict out, const float *restrict init,
  * backwards). `ask`, if not NULL, is stepped (kernels/tile_prefetch.h)
  * once a block of pixels and channels: data a later run reads. Where
  * `stream` is set, out goes to memory, not to be read soon (the call's
- * output is larger than the last-level cache): a kernel may write it with
- * non-temporal stores, fenced before it returns. */
+ * output is larger than the context's stream_bytes): a kernel may write it
+ * with non-temporal stores, fenced before it returns. */
 typedef struct cg_dwconv_run {
     const float *const *rows;
     int64_t kernel_h, kernel_w, kw0, kw1, pixel_step, tap_step;

@@ -63,7 +63,38 @@ cg_f32_dwconv_pixel_avx2(float *restrict out, const float *restrict init, const 
 
 /* ---- the training step's depthwise runs (avx512/dwconv.c's design) ---- */
 
-enum { RUN_PIXELS = 8 };
+enum { RUN_PIXELS = 8, SLIDE_PIXELS = 12, MOST_PIXELS = 12 };
+
+/* Where a run streams (its output past the caches) and its lines are
+ * aligned (out and a pixel's n floats whole lines), every lane of a block is
+ * written by non-temporal stores, a line's two halves back to back: the
+ * vectors of lanes [c0, c0 + 8), c0 a multiple of 16, wait in `held` for
+ * those of [c0 + 8, c0 + 16), so that each line leaves the write-combining
+ * buffer whole. On an AMD EPYC of family 23, the forward and input gradient
+ * of mbv1_dw_112 and mbv1_dw_56 1.25-1.37x, the output no longer read in
+ * before it is written (the halves then went a block apart); on a Xeon of
+ * family 6 model 207, the halves a block apart made them 7-8x slower, back
+ * to back 1.13-1.24x on mbv1_dw_56 and 0.94-0.98x on mbv1_dw_112. Else
+ * plain stores of the first `count` pixels' lanes under `mask`. */
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
+put_block(const int stream, const int whole, __m256i mask, float *at_out, int64_t n, int64_t c0,
+          int count, const __m256 *acc, float (*held)[LANES])
+{
+    if (stream && c0 % (2 * LANES) == 0) {
+        for (int i = 0; i < count; i++)
+            _mm256_store_ps(held[i], acc[i]);
+        return;
+    }
+    if (stream) {
+        for (int i = 0; i < count; i++) {
+            _mm256_stream_ps(at_out + i * n - LANES, _mm256_load_ps(held[i]));
+            _mm256_stream_ps(at_out + i * n, acc[i]);
+        }
+        return;
+    }
+    for (int i = 0; i < count; i++)
+        run_store(whole, mask, at_out + i * n, acc[i]);
+}
 
 /* Pixels [p0, p0 + count) (count <= RUN_PIXELS) of a run, lanes [c0, c0 +
  * 8) under `mask`: eight sums in registers, each weight loaded once for
@@ -71,15 +102,11 @@ enum { RUN_PIXELS = 8 };
  * pixel; a short block's missing pixels repeat its last (read, not stored),
  * through an offset each. Eight offsets and the tap's pointers are more
  * than the integer registers: spilled, the tap's pointer went through
- * memory each tap (2.6x slower on an AMD EPYC of family 23). A whole block
- * of a run that streams (its output past the caches) is written with
- * non-temporal stores where its lines are aligned: on that EPYC the
- * forward and input gradient of mbv1_dw_112 and mbv1_dw_56 1.25-1.37x, the
- * output no longer read in before it is written. */
+ * memory each tap (2.6x slower on an AMD EPYC of family 23). */
 __attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
-run_block(const int whole, const int full, __m256i mask, float *restrict out,
+run_block(const int stream, const int whole, const int full, __m256i mask, float *restrict out,
           const float *restrict init, const cg_dwconv_run *r, const float *restrict w, int64_t p0,
-          int64_t count, int64_t c0, int64_t n)
+          int64_t count, int64_t c0, int64_t n, float (*held)[LANES])
 {
     int64_t at[RUN_PIXELS];
     for (int i = 0; i < RUN_PIXELS; i++)
@@ -105,18 +132,7 @@ run_block(const int whole, const int full, __m256i mask, float *restrict out,
                     _mm256_fmadd_ps(run_load(whole, mask, full ? px : row + at[i]), wv, acc[i]);
         }
     }
-    float *at_out = out + p0 * n + c0;
-    if (full && r->stream && ((uintptr_t)at_out | (uintptr_t)(n * sizeof(float))) % 32 == 0) {
-#pragma GCC unroll 8
-        for (int i = 0; i < RUN_PIXELS; i++) /* whole, aligned: past the caches */
-            _mm256_stream_ps(at_out + i * n, acc[i]);
-        return;
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < RUN_PIXELS; i++)
-        if (i < count) {
-            run_store(whole, mask, out + (p0 + i) * n + c0, acc[i]);
-        }
+    put_block(stream, whole, mask, out + p0 * n + c0, n, c0, (int)count, acc, held);
 }
 
 /* Twelve pixels of a run whose three taps a kernel row are one pixel apart
@@ -131,11 +147,10 @@ run_block(const int whole, const int full, __m256i mask, float *restrict out,
  * of family 23, the kernel alone on one output row of 56 pixels, its source
  * rows in the caches: 44 -> 71 GFLOP/s at 32 channels (in L1), 42 -> 51 at
  * 128 (in L2). */
-enum { SLIDE_PIXELS = 12 };
 __attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
-slide_block(const int dir, const int whole, __m256i mask, float *restrict out,
+slide_block(const int stream, const int dir, const int whole, __m256i mask, float *restrict out,
             const float *restrict init, const cg_dwconv_run *r, const float *restrict w, int64_t p0,
-            int64_t c0, int64_t n)
+            int64_t c0, int64_t n, float (*held)[LANES])
 {
     const int64_t ps = r->pixel_step, step = dir * ps;
     if (r->ask && c0 % (2 * LANES) == 0)
@@ -167,31 +182,23 @@ slide_block(const int dir, const int whole, __m256i mask, float *restrict out,
             }
         }
     }
-    float *at_out = out + p0 * n + c0;
-    if (whole && r->stream && ((uintptr_t)at_out | (uintptr_t)(n * sizeof(float))) % 32 == 0) {
-#pragma GCC unroll 12
-        for (int i = 0; i < SLIDE_PIXELS; i++) /* aligned: past the caches, as run_block */
-            _mm256_stream_ps(at_out + i * n, acc[i]);
-        return;
-    }
-#pragma GCC unroll 12
-    for (int i = 0; i < SLIDE_PIXELS; i++)
-        run_store(whole, mask, at_out + i * n, acc[i]);
+    put_block(stream, whole, mask, out + p0 * n + c0, n, c0, SLIDE_PIXELS, acc, held);
 }
 
 /* The run's whole blocks of SLIDE_PIXELS pixels in direction dir, every
  * channel: the pixels they cover. */
 __attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) int64_t
-slide_blocks(const int dir, __m256i tail, float *restrict out, const float *restrict init,
-             const cg_dwconv_run *r, const float *restrict w, int64_t pixels, int64_t n)
+slide_blocks(const int stream, const int dir, __m256i tail, float *restrict out,
+             const float *restrict init, const cg_dwconv_run *r, const float *restrict w,
+             int64_t pixels, int64_t n, float (*held)[LANES])
 {
     int64_t p0 = 0;
     for (; p0 + SLIDE_PIXELS <= pixels; p0 += SLIDE_PIXELS) {
         int64_t c0 = 0;
         for (; c0 + LANES <= n; c0 += LANES)
-            slide_block(dir, 1, tail, out, init, r, w, p0, c0, n);
+            slide_block(stream, dir, 1, tail, out, init, r, w, p0, c0, n, held);
         if (c0 < n)
-            slide_block(dir, 0, tail, out, init, r, w, p0, c0, n);
+            slide_block(0, dir, 0, tail, out, init, r, w, p0, c0, n, held);
     }
     return p0;
 }
@@ -203,24 +210,32 @@ cg_f32_dwconv_run_avx2(float *restrict out, const float *restrict init, const cg
 {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n % LANES)), lane);
+    /* streamed: whole lines, every block's lanes whole (put_block) */
+    const int stream =
+        run->stream && ((uintptr_t)out | (uintptr_t)(n * sizeof(float))) % (4 * LANES * 2) == 0;
+    _Alignas(32) float held[MOST_PIXELS][LANES];
     int64_t done = 0; /* pixels the sliding blocks took */
     if (run->kw1 - run->kw0 == 3 && run->tap_step == run->pixel_step)
-        done = slide_blocks(1, tail, out, init, run, w, pixels, n);
+        done = stream ? slide_blocks(1, 1, tail, out, init, run, w, pixels, n, held)
+                      : slide_blocks(0, 1, tail, out, init, run, w, pixels, n, held);
     else if (run->kw1 - run->kw0 == 3 && run->tap_step == -run->pixel_step)
-        done = slide_blocks(-1, tail, out, init, run, w, pixels, n);
+        done = stream ? slide_blocks(1, -1, tail, out, init, run, w, pixels, n, held)
+                      : slide_blocks(0, -1, tail, out, init, run, w, pixels, n, held);
     for (int64_t p0 = done; p0 < pixels; p0 += RUN_PIXELS) {
         const int64_t count = pixels - p0 < RUN_PIXELS ? pixels - p0 : RUN_PIXELS;
         int64_t c0 = 0;
         const int full = count == RUN_PIXELS;
         for (; c0 + LANES <= n; c0 += LANES)
-            if (full)
-                run_block(1, 1, tail, out, init, run, w, p0, count, c0, n);
+            if (stream)
+                run_block(1, 1, full, tail, out, init, run, w, p0, count, c0, n, held);
+            else if (full)
+                run_block(0, 1, 1, tail, out, init, run, w, p0, count, c0, n, held);
             else
-                run_block(1, 0, tail, out, init, run, w, p0, count, c0, n);
+                run_block(0, 1, 0, tail, out, init, run, w, p0, count, c0, n, held);
         if (c0 < n)
-            run_block(0, 0, tail, out, init, run, w, p0, count, c0, n);
+            run_block(0, 0, 0, tail, out, init, run, w, p0, count, c0, n, held);
     }
-    if (run->stream) /* the streamed stores before anything after the call */
+    if (stream) /* the streamed stores before anything after the call */
         _mm_sfence();
 }
 

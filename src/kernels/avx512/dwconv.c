@@ -277,6 +277,27 @@ cg_f32_dwconv_pixel_avx512(float *restrict out, const float *restrict init, cons
 
 enum { RUN_PIXELS = 8 };
 
+/* Where a run streams (its output past the caches): a whole vector on a
+ * line of its own, written with a non-temporal store, so that the line is
+ * not read in before it is written; the call fences them before it
+ * returns. mbv1_dw_56's forward and input gradient 1.5x (1 core) and
+ * 1.7x (2 cores), mbv1_dw_112's 1.3x and 1.5x (Xeon family 6 model 207). */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
+run_store(const int stream, __mmask16 mask, float *out, __m512 v)
+{
+    if (stream)
+        _mm512_stream_ps(out, v);
+    else
+        _mm512_mask_storeu_ps(out, mask, v);
+}
+
+/* Whether the stores at out + i * n + c0 stream: run->stream, every lane
+ * wanted, lines aligned. */
+static int streams(const cg_dwconv_run *r, const int whole, const float *out, int64_t c0, int64_t n)
+{
+    return r->stream && whole && ((uintptr_t)(out + c0) | (uintptr_t)(n * sizeof(float))) % 64 == 0;
+}
+
 /* Pixels [p0, p0 + count) (count <= RUN_PIXELS) of a run, lanes [c0, c0 +
  * 16) under `mask`: eight sums in registers, each weight loaded once for
  * all; a short block's missing pixels repeat its last (read, not stored). */
@@ -304,10 +325,11 @@ run_block(const int whole, __mmask16 mask, float *restrict out, const float *res
                 acc[i] = _mm512_fmadd_ps(run_load(whole, mask, row + at[i]), wv, acc[i]);
         }
     }
+    const int stream = streams(r, whole, out, c0, n);
 #pragma GCC unroll 8
     for (int i = 0; i < RUN_PIXELS; i++)
         if (i < count)
-            _mm512_mask_storeu_ps(out + (p0 + i) * n + c0, mask, acc[i]);
+            run_store(stream, mask, out + (p0 + i) * n + c0, acc[i]);
 }
 
 /* SLIDE_PIXELS pixels of a run whose three taps a kernel row are one pixel
@@ -354,9 +376,10 @@ slide_block(const int dir, const int whole, __mmask16 mask, float *restrict out,
             }
         }
     }
+    const int stream = streams(r, whole, out, c0, n);
 #pragma GCC unroll 16
     for (int i = 0; i < SLIDE_PIXELS; i++)
-        _mm512_mask_storeu_ps(out + (p0 + i) * n + c0, mask, acc[i]);
+        run_store(stream, mask, out + (p0 + i) * n + c0, acc[i]);
 }
 
 /* The run's whole blocks of SLIDE_PIXELS pixels in direction dir, every
@@ -396,6 +419,8 @@ cg_f32_dwconv_run_avx512(float *restrict out, const float *restrict init, const 
         if (c0 < n)
             run_block(0, (__mmask16)((1u << (n - c0)) - 1u), out, init, run, w, p0, count, c0, n);
     }
+    if (run->stream) /* the streamed stores before anything after the call */
+        _mm_sfence();
 }
 
 /* Grouped pixels of G channels a group, G dividing 16: per 16 channels
