@@ -333,7 +333,7 @@ static void usage(FILE *f)
             "  --reps N         timed rounds per layer (default %d; the median is kept)\n"
             "  --warmup N       untimed runs of each implementation first (default %d)\n"
             "  --train-reps N   timed rounds of the training step (cg_conv2d_* forward +\n"
-            "                   backward data + backward weights + backward bias, against\n"
+            "                   backward data + backward weights and bias (one call), against\n"
             "                   oneDNN's three primitives), spread over the layer's rounds\n"
             "                   (default %d, at most --reps; 0 leaves the training step out;\n"
             "                   --dtype fp16 too), then a warm burst of steps (--warm-ms)\n"
