@@ -20,7 +20,7 @@
 
 /* Rows a block: their x and dy lines stay in L2 across the chunks and taps;
  * a chunk's (2 * 64 bytes a row), in L1 across its taps. */
-enum { CG_GROUPED_BLOCK_ROWS = 512, CG_GROUPED_SUMS_MOST = 24 * 16 };
+enum { CG_GROUPED_BLOCK_ROWS = 512, CG_GROUPED_SUMS_MOST = 32 * 16 };
 
 /* One chunk of `lanes` channels from cb (relative to c_first; n channels in
  * all) and taps [kw0, kw0 + count) of kernel row kh, over rows [r0, r1):
