@@ -612,10 +612,9 @@ AVX512_FBWVL_INLINE __m512i group_rotation(const int g, int r)
  * lanes pairing channels of two groups (as avx2/dwconv.c's grouped_chunk_4
  * does for G = 4): the filter gradient 1.8-1.85x on rnx_g32_56 (G = 4),
  * fp16 1.93-1.95x; G = 8 2.6x, G = 2 1.6-1.8x (Xeon family 6 model 207,
- * 1 and 2 cores). Sums
- * acc[t * G + r], moved to the body's shifts at the end of the chunk
- * (grouped_chunk_g); taps outside the image skipped where `checked` (ix:
- * tap 0's column). */
+ * 1 and 2 cores). Sums acc[t * G + r], moved to the body's shifts at the
+ * end of the chunk (grouped_chunk_g); taps outside the image skipped where
+ * `checked` (ix: tap 0's column). */
 AVX512_FBWVL_INLINE void grouped_pixel(const int g, const int half, const int whole, const int taps,
                                        const int checked, __mmask16 mask, const __m512i *rotation,
                                        int64_t count, const void *dy, const void *x, int64_t y,
