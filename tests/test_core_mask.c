@@ -2,7 +2,10 @@
 /* The emulated-core runtime: launches, core ids, barriers, busy refusal,
  * concurrency of disjoint launches, the library barrier and per-core scratch. */
 #define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <criterion/criterion.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -118,6 +121,46 @@ Test(core_mask, launch_reuses_core_threads, .timeout = 30)
     cr_assert_eq(core_mask_launch(-1, self_entry, NULL), 0);
     for (int i = 0; i < 32; i++)
         cr_assert(pthread_equal(first[i], g_self[i]), "core %d got a new thread", i);
+}
+
+/* ---- the cores' threads are bound to the process's CPUs ---------------- */
+
+static int g_bound[32]; /* the one CPU a core's thread may run on, or -1 */
+
+static void bound_entry(void *p)
+{
+    (void)p;
+    cpu_set_t set;
+    int only = -1;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1)
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+            if (CPU_ISSET(cpu, &set))
+                only = cpu;
+    g_bound[get_core_id()] = only;
+}
+
+/* With two CPUs or more, a launch of the library's own (cm_run_here: the
+ * calling thread runs core 0) binds each other core's thread to one of the
+ * process's CPUs, in turn after the caller's: cores 1 and 2 never share
+ * one, wherever the caller is. */
+Test(core_mask, launch_binds_core_threads_to_cpus, .timeout = 30)
+{
+    cpu_set_t mine;
+    cr_assert_eq(sched_getaffinity(0, sizeof mine, &mine), 0);
+    if (CPU_COUNT(&mine) < 2)
+        cr_skip_test("one CPU: nothing to bind to");
+    const char *bind = getenv("CONVGRAD_BIND");
+    if (bind && strcmp(bind, "0") == 0)
+        cr_skip_test("CONVGRAD_BIND=0");
+    cg_error err;
+    for (int round = 0; round < 20; round++) {
+        cr_assert_eq(cm_run_here(0x7, bound_entry, NULL, &err), CG_OK);
+        for (int core = 1; core <= 2; core++)
+            cr_assert(g_bound[core] >= 0 && CPU_ISSET(g_bound[core], &mine),
+                      "round %d: core %d's thread is bound to CPU %d", round, core, g_bound[core]);
+        cr_assert_neq(g_bound[1], g_bound[2], "round %d: cores 1 and 2 share CPU %d", round,
+                      g_bound[1]);
+    }
 }
 
 /* ---- vendor tables ---------------------------------------------------- */
