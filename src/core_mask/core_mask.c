@@ -480,7 +480,8 @@ static int start_core(cm_core *c)
     rc = cg_fault_should_fail(CG_FAULT_THREAD_START) ? EAGAIN
                                                      : pthread_create(&t, &at, core_main, c);
     c->started = rc == 0;
-    c->thread = t;
+    if (c->started)
+        c->thread = t;
     c->bound_cpu = -1;
     pthread_attr_destroy(&at);
     return rc;
