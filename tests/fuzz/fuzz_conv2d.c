@@ -5,7 +5,8 @@
  * The input bytes decode (see decode() below, and make_corpus_conv2d.py,
  * which writes the same format) into every int field of cg_conv2d (layout
  * included), a core mask (host mode: the library launches the cores), one
- * of the four operations, NULL or real bias for the forward pass, NULL
+ * of the four operations, NULL or real bias for the forward pass (for the
+ * weight gradient: db too, through cg_conv2d_backward_weights_bias), NULL
  * pointers, misaligned (natural alignment only) buffers, and tile_rows: 0
  * calls the public function (the library chooses the tiles), > 0 goes
  * through cg_conv2d_run (src/conv2d.h) with that many rows a tile, to reach
@@ -116,7 +117,7 @@ static int decode_field(reader *r, kind k, const cg_conv2d *c)
 enum { NULL_CONV, NULL_IN0, NULL_IN1, NULL_OUT, NULL_NONE };
 static const char *const null_names[] = {"conv", "in0", "in1", "out", "none"};
 static const char *const op_names[] = {"forward", "backward_data", "backward_weights",
-                                       "backward_bias"};
+                                       "backward_bias", "backward_weights_bias"};
 
 static const uint32_t small_masks[] = {1, 1,   3, 3,          2,          5,          6,
                                        7, 0xF, 8, 0x80000000, 0x80000001, 0xC0000000, 0x10001};
@@ -131,10 +132,23 @@ typedef struct fuzz_case {
     uint64_t seed;
 } fuzz_case;
 
+/* The weight gradient with db: cg_conv2d_backward_weights_bias. */
+static int fused(const fuzz_case *fc)
+{
+    return fc->op == CG_CONV2D_BACKWARD_WEIGHTS && fc->with_bias;
+}
+
+/* The operation the case runs: its op, or the fused one. */
+static cg_conv2d_op run_op(const fuzz_case *fc)
+{
+    return fused(fc) ? CG_CONV2D_BACKWARD_WEIGHTS_BIAS : fc->op;
+}
+
 /* Format: flags byte, the 17 int fields of cg_conv2d in struct order (layout
  * first), core mask byte, tile byte, NULL selector byte (read only when flag
  * bit 4 is set), 4 seed bytes. Flags: bits 0-1 the operation (cg_conv2d_op),
- * bit 2 bias (forward), bit 3 misaligned buffers, bit 4 a NULL pointer.
+ * bit 2 bias (forward) or db (backward weights: the fused call), bit 3
+ * misaligned buffers, bit 4 a NULL pointer.
  * Tile byte: >= 240 the next 4 bytes as an unsigned tile_rows; else even: 0,
  * odd: 1 + (b / 2) % 8. */
 static void decode(reader *r, fuzz_case *fc)
@@ -353,7 +367,7 @@ static void describe(FILE *f, const fuzz_case *fc)
             "case: %s bias=%s misalign=%d null=%s core_mask=0x%08x tile_rows=%lld (%s)\n"
             "  layout=%d batch=%d in %dx%d in_c=%d out_c=%d  K %dx%d  groups=%d\n"
             "  stride %d,%d  dilation %d,%d  pad top=%d bottom=%d left=%d right=%d\n",
-            op_names[fc->op], fc->with_bias ? "yes" : "NULL", fc->misalign,
+            op_names[run_op(fc)], fc->with_bias ? "yes" : "NULL", fc->misalign,
             null_names[fc->null_which], (unsigned)fc->core_mask, (long long)fc->tile_rows,
             fc->tile_rows ? "cg_conv2d_run" : "public function", (int)c->layout, c->batch, c->in_h,
             c->in_w, c->in_c, c->out_c, c->kernel_h, c->kernel_w, c->groups, c->stride_h,
@@ -379,7 +393,7 @@ __attribute__((noreturn, format(printf, 1, 2))) static void fail(const char *fmt
 typedef struct call {
     const cg_conv2d *conv;
     const float *in0, *in1, *bias;
-    float *out;
+    float *out, *db; /* db: the fused call's second output */
 } call;
 
 /* The detail the last call left: "" after CG_OK, else a sentence in
@@ -398,7 +412,7 @@ static cg_status call_public(const fuzz_case *fc, const call *k, int expect_null
     if (!expect_null)
         (void)cg_conv2d_backward_bias(NULL, NULL, NULL, 1);
     cg_status ret = CG_OK;
-    switch (fc->op) {
+    switch (run_op(fc)) {
     case CG_CONV2D_FORWARD:
         ret = cg_conv2d_forward(k->conv, k->in0, k->in1, k->bias, k->out, fc->core_mask);
         break;
@@ -411,27 +425,45 @@ static cg_status call_public(const fuzz_case *fc, const call *k, int expect_null
     case CG_CONV2D_BACKWARD_BIAS:
         ret = cg_conv2d_backward_bias(k->conv, k->in0, k->out, fc->core_mask);
         break;
+    case CG_CONV2D_BACKWARD_WEIGHTS_BIAS:
+        ret =
+            cg_conv2d_backward_weights_bias(k->conv, k->in0, k->in1, k->out, k->db, fc->core_mask);
+        break;
     }
     cg_status last = cg_last_status();
     if (ret != last)
-        fail("cg_conv2d_%s returned %d but cg_last_status() says %d", op_names[fc->op], (int)ret,
-             (int)last);
-    check_detail(op_names[fc->op], ret);
+        fail("cg_conv2d_%s returned %d but cg_last_status() says %d", op_names[run_op(fc)],
+             (int)ret, (int)last);
+    check_detail(op_names[run_op(fc)], ret);
     return ret;
 }
 
 static cg_status call_run(const fuzz_case *fc, const call *k, int64_t tile_rows)
 {
-    cg_status s =
-        cg_conv2d_run(fc->op, k->conv, k->in0, k->in1, k->bias, k->out, fc->core_mask, tile_rows);
+    cg_status s = cg_conv2d_run(run_op(fc), k->conv, k->in0, k->in1, k->bias, k->out, k->db,
+                                fc->core_mask, tile_rows);
     check_detail("cg_conv2d_run", s);
     return s;
 }
 
 /* ---- checking a CG_OK result against the reference ----------------------- */
 
+/* out's floats against ref, within 1e-5 * mag + 1e-6 each. */
+static void check_floats(const char *what, const char *name, const buf *out, const double *ref,
+                         const double *mag)
+{
+    for (size_t i = 0; i < (size_t)out->count; i++) {
+        float g;
+        memcpy(&g, out->ptr + 4 * i, 4);
+        const double tol = 1e-5 * mag[i] + 1e-6;
+        if (!(fabs((double)g - ref[i]) <= tol))
+            fail("%s: %s[%zu] = %.9g, want %.9g (sum|terms| %.9g), err %.3g > tol %.3g", what, name,
+                 i, (double)g, ref[i], mag[i], fabs((double)g - ref[i]), tol);
+    }
+}
+
 static void check_result(const fuzz_case *fc, const buf *in0, const buf *in1, const buf *bias,
-                         const buf *out)
+                         const buf *out, const buf *db)
 {
     const cg_conv2d *c = &fc->conv;
     const size_t n = (size_t)out->count;
@@ -451,16 +483,20 @@ static void check_result(const fuzz_case *fc, const buf *in0, const buf *in1, co
         cref_backward_weights_f64(c, a, b, ref, mag);
         break;
     case CG_CONV2D_BACKWARD_BIAS:
+    case CG_CONV2D_BACKWARD_WEIGHTS_BIAS: /* not an op of a case: run_op() */
         cref_backward_bias_f64(c, a, ref, mag);
         break;
     }
-    for (size_t i = 0; i < n; i++) {
-        float g;
-        memcpy(&g, out->ptr + 4 * i, 4);
-        const double tol = 1e-5 * mag[i] + 1e-6;
-        if (!(fabs((double)g - ref[i]) <= tol))
-            fail("%s: out[%zu] = %.9g, want %.9g (sum|terms| %.9g), err %.3g > tol %.3g",
-                 op_names[fc->op], i, (double)g, ref[i], mag[i], fabs((double)g - ref[i]), tol);
+    check_floats(op_names[run_op(fc)], "out", out, ref, mag);
+    if (fused(fc)) { /* db from dy, in1 */
+        const size_t nb = (size_t)db->count;
+        double *rb = malloc((nb + 1) * sizeof *rb), *mb = malloc((nb + 1) * sizeof *mb);
+        if (!rb || !mb)
+            abort();
+        cref_backward_bias_f64(c, b, rb, mb);
+        check_floats(op_names[run_op(fc)], "db", db, rb, mb);
+        free(rb);
+        free(mb);
     }
     free(a);
     free(b);
@@ -542,12 +578,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     uint64_t rng = fc.seed;
-    buf in0, in1, bias, out;
+    buf in0, in1, bias, out, db;
     buf_make(&in0, n_in0, fc.misalign, 1, &rng);
     buf_make(&in1, n_in1, fc.misalign, 1, &rng);
     buf_make(&bias, n_bias, fc.misalign, 1, &rng);
     buf_make(&out, n_out, fc.misalign, 0, &rng); /* random bytes: must all be overwritten */
-    if (!e.errs && !(in0.real && in1.real && bias.real && out.real))
+    buf_make(&db, fused(&fc) ? e.n_b : 1, fc.misalign, 0, &rng);
+    if (!e.errs && !(in0.real && in1.real && bias.real && out.real && db.real))
         fail("harness: a valid case without real buffers");
 
     const int is_bias_op = fc.op == CG_CONV2D_BACKWARD_BIAS;
@@ -556,7 +593,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
               .in1 = fc.null_which == NULL_IN1 ? NULL : (const float *)(void *)in1.ptr,
               .bias = fc.op == CG_CONV2D_FORWARD && fc.with_bias ? (const float *)(void *)bias.ptr
                                                                  : NULL,
-              .out = fc.null_which == NULL_OUT ? NULL : (float *)(void *)out.ptr};
+              .out = fc.null_which == NULL_OUT ? NULL : (float *)(void *)out.ptr,
+              .db = fused(&fc) ? (float *)(void *)db.ptr : NULL};
     if (is_bias_op && fc.tile_rows == 0)
         k.in1 = NULL; /* the public function has no in1 */
     const int expect_null = (e.errs & ERR_BIT(CG_ERR_NULL_POINTER)) != 0;
@@ -582,23 +620,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                  e.errs, in0.real, in1.real, out.real);
         if (out.ptr != out.base && memcmp(out.base, out.copy, (size_t)(out.ptr - out.base)) != 0)
             fail("bytes before the output were written");
-        check_result(&fc, &in0, &in1, k.bias ? &bias : NULL, &out);
+        if (db.ptr != db.base && memcmp(db.base, db.copy, (size_t)(db.ptr - db.base)) != 0)
+            fail("bytes before db were written");
+        check_result(&fc, &in0, &in1, k.bias ? &bias : NULL, &out, &db);
     } else {
         if (s > 0 || s < -31 || !(e.may & ERR_BIT(s)))
             fail("status %d (%s) for an input that deserves %s (error bits 0x%x)", (int)s, msg,
                  e.errs ? "other errors" : "CG_OK", e.may);
-        if (!buf_same(&out))
-            fail("output written on error %d (first changed byte %lld)", (int)s,
-                 buf_first_change(&out));
+        if (!buf_same(&out) || !buf_same(&db))
+            fail("output (%s) written on error %d (first changed byte %lld)",
+                 buf_same(&out) ? "db" : "out", (int)s,
+                 buf_first_change(buf_same(&out) ? &db : &out));
         /* the other way in says the same, and writes nothing either */
         cg_status s2 = fc.tile_rows ? call_public(&fc, &k, expect_null)
                                     : call_run(&fc, &k, 1 + (int64_t)(fc.seed % 7));
         if (s2 != s)
             fail("%s returned %d, %s %d", fc.tile_rows ? "cg_conv2d_run" : "the public function",
                  (int)s, fc.tile_rows ? "the public function" : "cg_conv2d_run", (int)s2);
-        if (!buf_same(&out) || !buf_same(&in0) || !buf_same(&in1) || !buf_same(&bias))
+        if (!buf_same(&out) || !buf_same(&db) || !buf_same(&in0) || !buf_same(&in1) ||
+            !buf_same(&bias))
             fail("a buffer written on error %d (second call)", (int)s);
     }
+    buf_free(&db);
     buf_free(&in0);
     buf_free(&in1);
     buf_free(&bias);
