@@ -34,7 +34,7 @@
 #include "thread_scratch.h"
 #include "trace.h"
 
-/* Reduction slices and bias channel blocks are whole cache lines. */
+/* Reduction slices and scratch offsets are whole cache lines. */
 enum { LINE_FLOATS = 16 };
 
 static int64_t min64(int64_t a, int64_t b)

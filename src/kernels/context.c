@@ -148,15 +148,16 @@ static void make_context(void)
     ctx->l1_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 4 << 10, 1 << 20, 32 << 10);
     ctx->l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 64 << 10, 64 << 20, 512 << 10);
     const long llc = sysfs_llc_bytes();
-    ctx->llc_bytes = llc >= ctx->l2_bytes && llc <= (1L << 30)
-                         ? llc
-                         : cache_bytes(_SC_LEVEL3_CACHE_SIZE, ctx->l2_bytes, 1L << 30, 32L << 20);
+    const long llc_bytes =
+        llc >= ctx->l2_bytes && llc <= (1L << 30)
+            ? llc
+            : cache_bytes(_SC_LEVEL3_CACHE_SIZE, ctx->l2_bytes, 1L << 30, 32L << 20);
     /* a guest sees its host's whole last-level cache (300 MiB on a Xeon of
      * family 6 model 207), of which it has a share: there, a depthwise
      * forward and one read of its output after it ran 0.62-0.96x as fast
      * streamed at 1.6-12.8 MB of output, 1.09-1.30x at 25.7-51.4 MB (1 and
      * 2 cores) */
-    ctx->stream_bytes = ctx->llc_bytes < STREAM_MOST_BYTES ? ctx->llc_bytes : STREAM_MOST_BYTES;
+    ctx->stream_bytes = llc_bytes < STREAM_MOST_BYTES ? llc_bytes : STREAM_MOST_BYTES;
     /* the list goes slowest to fastest: the last line allowed wins */
     const cg_kernel_entry *e = kernel_list;
 #define CG_KERNEL(slot, name, isa, features, mr, nr)                                               \

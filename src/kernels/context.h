@@ -13,7 +13,6 @@ typedef struct cg_kernel_context {
     unsigned cpu_features; /* CG_CPU_* bits of this CPU (0 without x86 kernels) */
     long l1_bytes;         /* one core's L1 data cache */
     long l2_bytes;         /* one core's L2 cache */
-    long llc_bytes;        /* the last-level cache, all of it */
     long stream_bytes;     /* outputs larger go past the caches (cg_dwconv_run.stream) */
 
     cg_gemm_panel_fn *gemm_panel; /* its A panel and B micro-panel: entry.gemm_panel->mr, ->nr */

@@ -352,20 +352,20 @@ run_store(const int stream, __mmask16 mask, float *out, __m512 v)
         _mm512_mask_storeu_ps(out, mask, v);
 }
 
-/* Whether the stores at out + i * n + c0 stream: run->stream, every lane
- * wanted, lines aligned. */
-static int streams(const cg_dwconv_run *r, const int whole, const float *out, int64_t c0, int64_t n)
+/* Whether a run's stores stream: run->stream, and out and a pixel's n
+ * floats whole lines (so every block's lanes are whole and aligned). */
+static int streams(const cg_dwconv_run *r, const float *out, int64_t n)
 {
-    return r->stream && whole && ((uintptr_t)(out + c0) | (uintptr_t)(n * sizeof(float))) % 64 == 0;
+    return r->stream && ((uintptr_t)out | (uintptr_t)(n * sizeof(float))) % 64 == 0;
 }
 
 /* Pixels [p0, p0 + count) (count <= RUN_PIXELS) of a run, lanes [c0, c0 +
  * 16) under `mask`: eight sums in registers, each weight loaded once for
  * all; a short block's missing pixels repeat its last (read, not stored). */
 __attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
-run_block(const int whole, __mmask16 mask, float *restrict out, const float *restrict init,
-          const cg_dwconv_run *r, const float *restrict w, int64_t p0, int64_t count, int64_t c0,
-          int64_t n)
+run_block(const int stream, const int whole, __mmask16 mask, float *restrict out,
+          const float *restrict init, const cg_dwconv_run *r, const float *restrict w, int64_t p0,
+          int64_t count, int64_t c0, int64_t n)
 {
     int64_t at[RUN_PIXELS];
     for (int i = 0; i < RUN_PIXELS; i++)
@@ -386,11 +386,10 @@ run_block(const int whole, __mmask16 mask, float *restrict out, const float *res
                 acc[i] = _mm512_fmadd_ps(run_load(whole, mask, row + at[i]), wv, acc[i]);
         }
     }
-    const int stream = streams(r, whole, out, c0, n);
 #pragma GCC unroll 8
     for (int i = 0; i < RUN_PIXELS; i++)
         if (i < count)
-            run_store(stream, mask, out + (p0 + i) * n + c0, acc[i]);
+            run_store(stream && whole, mask, out + (p0 + i) * n + c0, acc[i]);
 }
 
 /* SLIDE_PIXELS pixels of a run whose three taps a kernel row are one pixel
@@ -403,7 +402,7 @@ run_block(const int whole, __mmask16 mask, float *restrict out, const float *res
  * backwards (the input gradient's dy). */
 enum { SLIDE_PIXELS = 16 };
 __attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
-slide_block(const int dir, const int whole, __mmask16 mask, float *restrict out,
+slide_block(const int stream, const int dir, const int whole, __mmask16 mask, float *restrict out,
             const float *restrict init, const cg_dwconv_run *r, const float *restrict w, int64_t p0,
             int64_t c0, int64_t n)
 {
@@ -437,25 +436,25 @@ slide_block(const int dir, const int whole, __mmask16 mask, float *restrict out,
             }
         }
     }
-    const int stream = streams(r, whole, out, c0, n);
 #pragma GCC unroll 16
     for (int i = 0; i < SLIDE_PIXELS; i++)
-        run_store(stream, mask, out + (p0 + i) * n + c0, acc[i]);
+        run_store(stream && whole, mask, out + (p0 + i) * n + c0, acc[i]);
 }
 
 /* The run's whole blocks of SLIDE_PIXELS pixels in direction dir, every
  * channel: the pixels they cover. */
 __attribute__((target("avx512f"))) static inline __attribute__((always_inline)) int64_t
-slide_blocks(const int dir, float *restrict out, const float *restrict init, const cg_dwconv_run *r,
-             const float *restrict w, int64_t pixels, int64_t n)
+slide_blocks(const int stream, const int dir, float *restrict out, const float *restrict init,
+             const cg_dwconv_run *r, const float *restrict w, int64_t pixels, int64_t n)
 {
     int64_t p0 = 0;
     for (; p0 + SLIDE_PIXELS <= pixels; p0 += SLIDE_PIXELS) {
         int64_t c0 = 0;
         for (; c0 + LANES <= n; c0 += LANES)
-            slide_block(dir, 1, 0xFFFF, out, init, r, w, p0, c0, n);
+            slide_block(stream, dir, 1, 0xFFFF, out, init, r, w, p0, c0, n);
         if (c0 < n)
-            slide_block(dir, 0, (__mmask16)((1u << (n - c0)) - 1u), out, init, r, w, p0, c0, n);
+            slide_block(stream, dir, 0, (__mmask16)((1u << (n - c0)) - 1u), out, init, r, w, p0, c0,
+                        n);
     }
     return p0;
 }
@@ -467,20 +466,22 @@ __attribute__((target("avx512f"))) void
 cg_f32_dwconv_run_avx512(float *restrict out, const float *restrict init, const cg_dwconv_run *run,
                          const float *restrict w, int64_t pixels, int64_t n)
 {
+    const int stream = streams(run, out, n);
     int64_t done = 0; /* pixels the sliding blocks took */
     if (run->kw1 - run->kw0 == 3 && run->tap_step == run->pixel_step)
-        done = slide_blocks(1, out, init, run, w, pixels, n);
+        done = slide_blocks(stream, 1, out, init, run, w, pixels, n);
     else if (run->kw1 - run->kw0 == 3 && run->tap_step == -run->pixel_step)
-        done = slide_blocks(-1, out, init, run, w, pixels, n);
+        done = slide_blocks(stream, -1, out, init, run, w, pixels, n);
     for (int64_t p0 = done; p0 < pixels; p0 += RUN_PIXELS) {
         const int64_t count = pixels - p0 < RUN_PIXELS ? pixels - p0 : RUN_PIXELS;
         int64_t c0 = 0;
         for (; c0 + LANES <= n; c0 += LANES)
-            run_block(1, 0xFFFF, out, init, run, w, p0, count, c0, n);
+            run_block(stream, 1, 0xFFFF, out, init, run, w, p0, count, c0, n);
         if (c0 < n)
-            run_block(0, (__mmask16)((1u << (n - c0)) - 1u), out, init, run, w, p0, count, c0, n);
+            run_block(stream, 0, (__mmask16)((1u << (n - c0)) - 1u), out, init, run, w, p0, count,
+                      c0, n);
     }
-    if (run->stream) /* the streamed stores before anything after the call */
+    if (stream) /* the streamed stores before anything after the call */
         _mm_sfence();
 }
 
