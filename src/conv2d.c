@@ -709,23 +709,25 @@ static void row_tables(const geometry *gm, const tile *tl, axis ah, axis aw, int
         }
 }
 
-/* The micro-panels of B (of each group's n columns) a core computes. */
+/* The micro-panels of B (of each group's n columns, in `parts` shares:
+ * cg_rows_panel) a core computes. */
 typedef struct panels {
     int64_t first, last;
+    int parts;
 } panels;
 
 static panels all_panels(int64_t n)
 {
-    return (panels){0, cg_rows_panels(cg_gemm_blocking_here(), n)};
+    return (panels){0, cg_rows_panels(cg_gemm_blocking_here(), n, 1), 1};
 }
 
 /* The columns [*first, *last) of n that the micro-panels q hold. */
 static void panel_columns(panels q, int64_t n, int64_t *first, int64_t *last)
 {
     int64_t width;
-    cg_rows_panel(cg_gemm_blocking_here(), n, q.last - 1, last, &width);
+    cg_rows_panel(cg_gemm_blocking_here(), n, q.parts, q.last - 1, last, &width);
     *last += width;
-    cg_rows_panel(cg_gemm_blocking_here(), n, q.first, first, &width);
+    cg_rows_panel(cg_gemm_blocking_here(), n, q.parts, q.first, first, &width);
 }
 
 /* Bytes the next tile reads from a tensor (cg_rows_matrix.next). */
@@ -781,6 +783,7 @@ static void rows_product(const job *jb, const float *src, const int64_t *tab, in
         const cg_rows_matrix a = {src,     tab,   tab + e,        tab + 2 * e, count,
                                   seg_len, piece, g * group_cols, next.at,     next.bytes};
         cg_rows_b bg = *b;
+        bg.parts = cols.parts;
         if (bg.packed)
             bg.packed += g * b_group;
         else
@@ -806,20 +809,20 @@ static int packs_b_as_it_goes(int64_t b_floats, int64_t rows, int64_t piece)
 
 /* The calling core's share of the kc blocks of B (the blocks dealt out in
  * turn, counted by *block across calls): block pc of the k x n matrix whose
- * element (p, j) is x[j*stride_j + p*stride_p], packed at dst, a micro-panel
- * at a time (cg_rows_panel). */
+ * element (p, j) is x[j*stride_j + p*stride_p], its columns in `parts`
+ * shares, packed at dst, a micro-panel at a time (cg_rows_panel). */
 static void pack_b_share(const job *jb, int rank, int64_t *block, const float *x, size_t stride_j,
-                         size_t stride_p, int64_t k, int64_t n, float *dst)
+                         size_t stride_p, int64_t k, int64_t n, int parts, float *dst)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    const int64_t np = (int64_t)cg_rows_b_floats(bl, 1, n);
+    const int64_t np = (int64_t)cg_rows_b_floats(bl, 1, n, parts);
     for (int64_t pc = 0; pc < k; pc += bl->kc, ++*block) {
         if (*block % jb->members != rank)
             continue;
         const int64_t kb = min64(bl->kc, k - pc);
         for (int64_t q = 0; q * bl->nr < np; q++) {
             int64_t first, width;
-            cg_rows_panel(bl, n, q, &first, &width);
+            cg_rows_panel(bl, n, parts, q, &first, &width);
             cg_pack_panels(x + pc * stride_p + first * stride_j, stride_j, stride_p, (int)width,
                            (int)kb, bl->nr, dst + pc * np + q * bl->nr * kb);
         }
@@ -844,16 +847,16 @@ static int64_t rows_tile(const job *jb, int64_t rows, int b_packed)
 static int splits_channels(const job *jb, int64_t pixels, int64_t n)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    return jb->plan.groups == 1 && jb->members > 1 && cg_rows_panels(bl, n) >= jb->members &&
+    return jb->plan.groups == 1 && jb->members > 1 && cg_rows_panels(bl, n, 1) >= jb->members &&
            pixels < jb->members * (int64_t)bl->mc;
 }
 
-/* The calling core's share of the micro-panels of n columns. */
+/* The calling core's share of the micro-panels of n columns: an equal share
+ * of the columns (cg_rows_panel's parts). */
 static panels panels_share(const job *jb, int rank, int64_t n)
 {
-    panels q;
-    cg_split_range(cg_rows_panels(cg_gemm_blocking_here(), n), rank, jb->members, &q.first,
-                   &q.last);
+    panels q = {0, 0, jb->members};
+    cg_rows_share(cg_gemm_blocking_here(), n, q.parts, rank, &q.first, &q.last);
     return q;
 }
 
@@ -914,7 +917,6 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    const int64_t k = p->row_len, b_group = (int64_t)cg_rows_b_floats(bl, k, p->cout_g);
     const int runs = p->groups == 1 && p->dil_w == 1, padded = forward_padded(jb);
     const int64_t segments = runs ? p->kernel_h : p->taps,
                   seg_len = runs ? p->kernel_w * p->cin : p->cin_g;
@@ -925,6 +927,7 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
         cols = panels_share(jb, rank, p->cout_g);
     else
         cg_split_range(p->rows, rank, jb->members, &first, &last);
+    const int64_t k = p->row_len, b_group = (int64_t)cg_rows_b_floats(bl, k, p->cout_g, cols.parts);
     /* every core decides alike: by the shape and the core count alone */
     const int as_it_goes = packs_b_as_it_goes(
         p->groups * b_group, by_channels ? p->rows : (p->rows + jb->members - 1) / jb->members,
@@ -933,7 +936,7 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     const int64_t a_floats = (int64_t)cg_rows_a_floats(bl);
     const int64_t pad_floats = padded ? padded_rows(p, tile_rows) * cg_padded_row_floats(p) : 0;
     const int64_t b_at = a_floats + round_up(pad_floats, LINE_FLOATS);
-    const int64_t b_floats = as_it_goes  ? (int64_t)cg_rows_b_floats(bl, bl->kc, 1)
+    const int64_t b_floats = as_it_goes  ? (int64_t)cg_rows_b_floats(bl, bl->kc, 1, 1)
                              : rank == 0 ? p->groups * b_group
                                          : 0;
     int64_t *ints;
@@ -942,7 +945,7 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
                      &ints, &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     float *pad = mem + a_floats;
-    cg_rows_b b = {NULL, jb->in1, k, mem + b_at};
+    cg_rows_b b = {NULL, jb->in1, k, mem + b_at, cols.parts};
     if (!as_it_goes) {
         if (rank == 0)
             jb->packed_w = mem + b_at;
@@ -951,7 +954,7 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
         int64_t block = 0;
         for (int64_t g = 0; g < p->groups; g++)
             pack_b_share(jb, rank, &block, jb->in1 + g * p->cout_g * k, (size_t)k, 1, k, p->cout_g,
-                         (float *)jb->packed_w + g * b_group);
+                         cols.parts, (float *)jb->packed_w + g * b_group);
         cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, packing);
         cm_bar_all(jb->core_mask, 1); /* B is packed */
         b.packed = jb->packed_w;
@@ -1141,22 +1144,23 @@ static int data_on_rows(const job *jb)
 }
 
 /* Floats of a group's B for the packed driver: every phase's rows, each
- * round_up(cin_g, nr) floats. */
-static int64_t data_b_group(const cg_plan *p, const data_tables *dt)
+ * its micro-panels' floats (cin_g columns in `parts` shares). */
+static int64_t data_b_group(const cg_plan *p, const data_tables *dt, int parts)
 {
     return dt->h.used * dt->w.used * p->cout_g *
-           (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g);
+           (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g, parts);
 }
 
 /* The calling core's share of B's kc blocks (dealt out in turn) for the
  * packed driver: for each group and phase, its weights' rows (tap, output
  * channel) in the phase's order, packed straight from w by the pack_rows
  * kernel through a table of where each row starts. */
-static void pack_data_weights(const job *jb, const data_tables *dt, int rank, float *dst)
+static void pack_data_weights(const job *jb, const data_tables *dt, int rank, int parts, float *dst)
 {
     const cg_plan *p = &jb->plan;
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    const int64_t np = (int64_t)cg_rows_b_floats(bl, 1, p->cin_g), b_group = data_b_group(p, dt);
+    const int64_t np = (int64_t)cg_rows_b_floats(bl, 1, p->cin_g, parts),
+                  b_group = data_b_group(p, dt, parts);
     int64_t at[CG_KC_MOST], lo[CG_KC_MOST], hi[CG_KC_MOST], block = 0;
     const cg_pack_rows rows = {at, lo, hi};
     for (int64_t g = 0; g < p->groups; g++)
@@ -1179,7 +1183,7 @@ static void pack_data_weights(const job *jb, const data_tables *dt, int rank, fl
                     const cg_panel_layout to = {bl->nr, bl->nr, kb * bl->nr};
                     for (int64_t q = 0; q * bl->nr < np; q++) { /* cg_rows_panel's columns */
                         int64_t first, width;
-                        cg_rows_panel(bl, p->cin_g, q, &first, &width);
+                        cg_rows_panel(bl, p->cin_g, parts, q, &first, &width);
                         float *panel = d + pc * np + q * bl->nr * kb;
                         cg_kernels()->pack_rows(panel, &to, kb, width, jb->in1, &rows, first);
                         cg_kernels()->pack_rows(panel + width, &to, kb, bl->nr - width, NULL, NULL,
@@ -1213,12 +1217,13 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
     } else {
         const int runs = p->groups == 1 && adjacent_taps(aw);
         row_tables(&gdy, tl, ah, aw, runs, sp->tab);
-        const int64_t np = (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g);
-        const cg_rows_b packed = {jb->packed_w + phase_rows_before(p, dt, a, b) * np, NULL, 0,
-                                  NULL};
+        const int parts = sp->cols.parts;
+        const int64_t np = (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g, parts);
+        const cg_rows_b packed = {jb->packed_w + phase_rows_before(p, dt, a, b) * np, NULL, 0, NULL,
+                                  parts};
         rows_product(jb, jb->in0, sp->tab, nh * (runs ? 1 : nw), tl->count,
                      runs ? nw * p->cout : p->cout_g, p->cout_g, p->cout_g, kp, p->cin_g, sp->cols,
-                     &packed, data_b_group(p, dt), 0, NULL, c, p->cin, sp->pack, next);
+                     &packed, data_b_group(p, dt, parts), 0, NULL, c, p->cin, sp->pack, next);
     }
     if (!direct)
         store_tile(sp->res, 0, jb->out, &gdx, tl, a, p->stride_h, b, p->stride_w, 0, p->cin);
@@ -1343,7 +1348,8 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     floats = weights_at;
     if (rank == 0) /* B's panels for every tap (the phases use at most all) */
         floats += on_rows ? p->groups * p->taps * p->cout_g *
-                                (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g)
+                                (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g,
+                                                          cols.parts)
                           : (int64_t)p->dw_elems;
     int64_t *ints;
     float *mem;
@@ -1359,7 +1365,7 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     cm_bar_all(jb->core_mask, 1); /* core 0's weight buffer is known */
     cg_trace_mark since = cg_trace_start();
     if (on_rows)
-        pack_data_weights(jb, &dt, rank, (float *)jb->packed_w);
+        pack_data_weights(jb, &dt, rank, cols.parts, (float *)jb->packed_w);
     else
         pack_phase_weights(jb, &dt, co_first, co_last, (float *)jb->phase_w);
     cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
@@ -1483,7 +1489,7 @@ static void data_band(const job *jb, int64_t n, int64_t h0, int64_t h1, int64_t 
         const cg_rows_matrix a = {
             jb->in0, tab, tab + count, tab + 2 * count, count, p->cout, p->cout, 0, NULL, 0};
         const panels cols = all_panels(p->row_len);
-        const cg_rows_b packed = {b, NULL, 0, NULL};
+        const cg_rows_b packed = {b, NULL, 0, NULL, 1};
         cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, &packed, cols.first,
                      cols.last, 0.0f, NULL, dcol, p->row_len, pack);
         for (int64_t t = 0, oh = px / p->out_w, ow = px % p->out_w; t < count; t++) {
@@ -1506,7 +1512,7 @@ static cg_status data_columns_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    const int64_t b_floats = (int64_t)cg_rows_b_floats(bl, p->cout, p->row_len);
+    const int64_t b_floats = (int64_t)cg_rows_b_floats(bl, p->cout, p->row_len, 1);
     int64_t first, last;
     cg_split_range(p->batch * p->in_h, rank, jb->members, &first, &last);
     const int64_t tile_rows = rows_tile(jb, p->out_w * p->out_h, 1);
@@ -1523,7 +1529,7 @@ static cg_status data_columns_core(job *jb, int rank, cg_error *err)
     cm_bar_all(jb->core_mask, 1); /* core 0's buffer is known */
     cg_trace_mark since = cg_trace_start();
     int64_t block = 0;
-    pack_b_share(jb, rank, &block, jb->in1, 1, (size_t)p->row_len, p->cout, p->row_len,
+    pack_b_share(jb, rank, &block, jb->in1, 1, (size_t)p->row_len, p->cout, p->row_len, 1,
                  (float *)jb->packed_w);
     cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
     cm_bar_all(jb->core_mask, 1); /* B is packed */

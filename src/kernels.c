@@ -381,7 +381,7 @@ static void runs_rows(const cg_plan *p, const void *dy, const void *x, const cg_
                 const x_view xr = x_view_of(p, x, r0, r1, kh, g * cin_g, cin_g, x_buf);
                 for (int64_t q = 0; q < chunks; q++) {
                     int64_t c0, width;
-                    cg_rows_panel(bl, cin_g, q, &c0, &width);
+                    cg_rows_panel(bl, cin_g, 1, q, &c0, &width);
                     for (int64_t kw = 0; kw < p->kernel_w; kw++) {
                         /* the chunk's columns in the block */
                         const int64_t tap = kh * p->kernel_w + kw;
@@ -486,7 +486,7 @@ static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_d
             }
             for (int64_t q = 0; q < chunks; q++) {
                 int64_t c0, width;
-                cg_rows_panel(bl, co_n, q, &c0, &width);
+                cg_rows_panel(bl, co_n, 1, q, &c0, &width);
                 for (int64_t i = j0; i < j1; i += bl->mr) {
                     for (int k = 0; k < runs; k++)
                         moved[k] = (cg_gemm_run){run[k].a + (i - j0), run[k].b + c0, run[k].len};

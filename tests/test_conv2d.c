@@ -588,8 +588,8 @@ static void exact_nhwc_shapes(const char *test, const shape *shapes, size_t coun
  * channels and the input gradient's input channels instead of the pixels;
  * input pixels no tap reaches (a stride over a 1x1 kernel), every group's
  * channels of them zero; a w larger than L2 (the forward's B packed a
- * micro-panel at a time, on CPUs whose L2 is under 4.8 MB).
- * Every operation, masks 1 and 3, exact. */
+ * micro-panel at a time, on CPUs whose L2 is under 4.8 MB). Every
+ * operation, masks 1, 3 and 7 (the channels in three shares), exact. */
 Test(conv2d, packed_driver_edges, .timeout = TEST_TIMEOUT)
 {
     /* clang-format off */
@@ -612,7 +612,7 @@ Test(conv2d, packed_driver_edges, .timeout = TEST_TIMEOUT)
          .pr = 1},
     };
     /* clang-format on */
-    static const int masks[] = {0x1, 0x3, 0}, tiles[] = {0, 7, 300, -1};
+    static const int masks[] = {0x1, 0x3, 0x7, 0}, tiles[] = {0, 7, 300, -1};
     exact_nhwc_shapes("packed_driver_edges", shapes, sizeof shapes / sizeof *shapes, masks, tiles,
                       1000);
 }

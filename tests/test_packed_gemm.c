@@ -190,3 +190,48 @@ Test(packed_gemm, beta_zero_never_reads_c)
                          c[i]);
     }
 }
+
+/* B's micro-panels (cg_rows_panel) for n columns in `parts` shares, on each
+ * kernel's tile widths: they cover [0, n) once, in order, each at most nr
+ * columns and whole vectors but at n's end; each share's panels are
+ * cg_rows_share's, and the shares' columns differ by at most one vector
+ * (512 columns on 48-column panels in 2 shares: 256 + 256). */
+Test(packed_gemm, micro_panels_share_the_columns_evenly)
+{
+    const int widths[][2] = {{16, 16}, {16, 8}, {48, 16}}; /* nr, vector */
+    for (size_t t = 0; t < sizeof widths / sizeof *widths; t++) {
+        const cg_gemm_blocking bl = {.mr = 8, .nr = widths[t][0], .vec = widths[t][1]};
+        for (int64_t n = 1; n <= 600; n += n < 100 ? 1 : 37)
+            for (int parts = 1; parts <= 4 && parts <= (n + bl.vec - 1) / bl.vec; parts++) {
+                int64_t at = 0, most = 0, least = n;
+                for (int part = 0; part < parts; part++) {
+                    int64_t q0, q1, start = at;
+                    cg_rows_share(&bl, n, parts, part, &q0, &q1);
+                    cr_assert(q1 > q0, "n %ld parts %d: share %d has no panel", (long)n, parts,
+                              part);
+                    for (int64_t q = q0; q < q1; q++) {
+                        int64_t first, width;
+                        cg_rows_panel(&bl, n, parts, q, &first, &width);
+                        cr_assert(first == at && width > 0 && width <= bl.nr &&
+                                      (width % bl.vec == 0 || first + width == n),
+                                  "nr %d: n %ld parts %d: panel %ld is [%ld, +%ld), at %ld", bl.nr,
+                                  (long)n, parts, (long)q, (long)first, (long)width, (long)at);
+                        at += width;
+                    }
+                    most = at - start > most ? at - start : most;
+                    least = at - start < least ? at - start : least;
+                    if (part == parts - 1)
+                        cr_assert_eq(q1, cg_rows_panels(&bl, n, parts));
+                }
+                cr_assert(at == n && most - least <= bl.vec,
+                          "nr %d: n %ld parts %d: %ld columns, shares %ld to %ld", bl.nr, (long)n,
+                          parts, (long)at, (long)least, (long)most);
+            }
+    }
+    const cg_gemm_blocking wide = {.mr = 8, .nr = 48, .vec = 16};
+    int64_t q0, q1, first, width, last_first, last_width;
+    cg_rows_share(&wide, 512, 2, 0, &q0, &q1);
+    cg_rows_panel(&wide, 512, 2, q1 - 1, &last_first, &last_width);
+    cg_rows_panel(&wide, 512, 2, q0, &first, &width);
+    cr_assert_eq(last_first + last_width - first, 256);
+}

@@ -86,26 +86,39 @@ typedef struct cg_rows_matrix {
  * copy would go to memory and back, packed a micro-panel at a time as the
  * product reaches it (`packed` NULL), into `panel` (kc x nr floats, 64-byte
  * aligned), while the kernels on the one before ask for its lines: element
- * (p, j) is src[j * ld + p] (the forward's w, a row a column). */
+ * (p, j) is src[j * ld + p] (the forward's w, a row a column). Its columns
+ * are cut into `parts` shares first (cg_rows_panel). */
 typedef struct cg_rows_b {
     const float *packed;
     const float *src;
     int64_t ld;
     float *panel;
+    int parts;
 } cg_rows_b;
 
-/* Floats B (k x n) takes packed for cg_gemm_rows: for each kc block of k
- * (kb steps, at pc * round_up(n, nr)), its ceil(n / nr) micro-panels one
- * after another, kb steps of nr floats each (cg_pack_panels' layout), panel
- * q holding the columns cg_rows_panel gives, zeros past them. */
-size_t cg_rows_b_floats(const cg_gemm_blocking *bl, int64_t k, int64_t n);
+/* Floats B (k x n, columns in `parts` shares) takes packed for
+ * cg_gemm_rows: for each kc block of k (kb steps, at pc * panels * nr), its
+ * micro-panels one after another, kb steps of nr floats each
+ * (cg_pack_panels' layout), panel q holding the columns cg_rows_panel
+ * gives, zeros past them. */
+size_t cg_rows_b_floats(const cg_gemm_blocking *bl, int64_t k, int64_t n, int parts);
 
-/* Micro-panel q's columns of B's n: [*first, *first + *width). The panels
- * share the columns out in whole vectors of the kernel's tiles as evenly as
- * they can, so that a narrow last panel (a one-vector tile, load-bound) is
- * left only where n is that narrow: 64 columns as 32 + 32, not 48 + 16. */
-void cg_rows_panel(const cg_gemm_blocking *bl, int64_t n, int64_t q, int64_t *first,
+/* B's n columns as micro-panels: cut into `parts` shares of whole vectors
+ * of the kernel's tiles, as equal as they can be (one a core where the
+ * cores split the columns: 512 as 256 + 256, where 11 micro-panels dealt 6
+ * + 5 gave one core 288 columns and the other 224), then each share into
+ * micro-panels of at most nr columns, as even as they can be, so that a
+ * narrow panel (a one-vector tile, load-bound) is left only where a share
+ * is that narrow: 64 columns as 32 + 32, not 48 + 16. Micro-panel q's
+ * columns: [*first, *first + *width). `parts` is at most n's vectors. */
+void cg_rows_panel(const cg_gemm_blocking *bl, int64_t n, int parts, int64_t q, int64_t *first,
                    int64_t *width);
+
+/* B's micro-panels for n columns in `parts` shares, and share `part`'s:
+ * [*q_first, *q_last). */
+int64_t cg_rows_panels(const cg_gemm_blocking *bl, int64_t n, int parts);
+void cg_rows_share(const cg_gemm_blocking *bl, int64_t n, int parts, int part, int64_t *q_first,
+                   int64_t *q_last);
 
 /* Rows of A cg_gemm_rows takes a block (its tiles: at most so many rows
  * each, to pack B only once): mc, or twice that where B is packed as it goes
@@ -115,12 +128,9 @@ int64_t cg_rows_tile_most(const cg_gemm_blocking *bl, int b_packed);
 /* Floats of A's packing space cg_gemm_rows needs (mc x kc). */
 size_t cg_rows_a_floats(const cg_gemm_blocking *bl);
 
-/* B's micro-panels for n columns. */
-int64_t cg_rows_panels(const cg_gemm_blocking *bl, int64_t n);
-
 /* C[r][j] = sum over p < k of A(r, p) B(p, j) + (beta ? C[r][j] : init ?
  * init[j] : 0) for r < m and the columns j < n of B's micro-panels [q_first,
- * q_last) (all: 0, cg_rows_panels(n); no other column of C is touched) (C
+ * q_last) (all: 0, cg_rows_panels(n, b->parts); no other column of C is touched) (C
  * row-major, ldc apart; beta 0: C not read;
  * init: the bias every row starts from, or NULL), A through its tables (rows
  * [0, m)), B as cg_rows_b says; `pack` holds

@@ -27,16 +27,54 @@ static int64_t round_up(int64_t x, int64_t unit)
     return (x + unit - 1) / unit * unit;
 }
 
-size_t cg_rows_b_floats(const cg_gemm_blocking *bl, int64_t k, int64_t n)
+/* Vectors of share `part` of `vecs` in `parts`. */
+static int64_t share_vecs(int64_t vecs, int parts, int64_t part)
 {
-    return (size_t)(k * round_up(n, bl->nr));
+    return vecs * (part + 1) / parts - vecs * part / parts;
 }
 
-void cg_rows_panel(const cg_gemm_blocking *bl, int64_t n, int64_t q, int64_t *first, int64_t *width)
+/* Micro-panels of a share of v vectors. */
+static int64_t share_panels(const cg_gemm_blocking *bl, int64_t v)
 {
-    const int64_t panels = (n + bl->nr - 1) / bl->nr, vecs = (n + bl->vec - 1) / bl->vec;
-    const int64_t each = vecs / panels, more = vecs % panels; /* the first `more` take one more */
-    const int64_t v0 = q * each + min64(q, more), v1 = v0 + each + (q < more);
+    const int64_t per = bl->nr / bl->vec; /* vectors a whole micro-panel */
+    return (v + per - 1) / per;
+}
+
+void cg_rows_share(const cg_gemm_blocking *bl, int64_t n, int parts, int part, int64_t *q_first,
+                   int64_t *q_last)
+{
+    const int64_t vecs = (n + bl->vec - 1) / bl->vec;
+    *q_first = 0;
+    for (int64_t i = 0; i < part; i++)
+        *q_first += share_panels(bl, share_vecs(vecs, parts, i));
+    *q_last = *q_first + share_panels(bl, share_vecs(vecs, parts, part));
+}
+
+int64_t cg_rows_panels(const cg_gemm_blocking *bl, int64_t n, int parts)
+{
+    int64_t first, last;
+    cg_rows_share(bl, n, parts, parts - 1, &first, &last);
+    return last;
+}
+
+size_t cg_rows_b_floats(const cg_gemm_blocking *bl, int64_t k, int64_t n, int parts)
+{
+    return (size_t)(k * cg_rows_panels(bl, n, parts) * bl->nr);
+}
+
+void cg_rows_panel(const cg_gemm_blocking *bl, int64_t n, int parts, int64_t q, int64_t *first,
+                   int64_t *width)
+{
+    const int64_t vecs = (n + bl->vec - 1) / bl->vec;
+    int64_t v_start = 0, v = 0, panels = 0;
+    for (int64_t i = 0; i < parts; i++, q -= panels, v_start += v) {
+        v = share_vecs(vecs, parts, i);
+        panels = share_panels(bl, v);
+        if (q < panels || i == parts - 1)
+            break;
+    }
+    const int64_t each = v / panels, more = v % panels; /* the first `more` take one more */
+    const int64_t v0 = v_start + q * each + min64(q, more), v1 = v0 + each + (q < more);
     *first = v0 * bl->vec;
     *width = min64(n, v1 * bl->vec) - *first;
 }
@@ -127,11 +165,6 @@ int64_t cg_rows_tile_most(const cg_gemm_blocking *bl, int b_packed)
     return !b_packed && bl->indirect && twice ? 2 * bl->mc : bl->mc;
 }
 
-int64_t cg_rows_panels(const cg_gemm_blocking *bl, int64_t n)
-{
-    return (n + bl->nr - 1) / bl->nr;
-}
-
 /* One kernel call: C's rows [ic + ir, ic + ir + rows) x micro-panel
  * columns [first, first + cols) (+)= A's (A's packed panel at `a_panel`, or
  * the block's row pointers) times the micro-panel at `panel`. */
@@ -177,7 +210,7 @@ static void product_b_as_it_goes(const cg_gemm_blocking *bl, int64_t m, int64_t 
         const int64_t calls = (rc.mb + bl->mr - 1) / bl->mr;
         for (int64_t q = q_first; q < q_last; q++) {
             int64_t first, cols;
-            cg_rows_panel(bl, n, q, &first, &cols);
+            cg_rows_panel(bl, n, b->parts, q, &first, &cols);
             for (int64_t pc = 0; pc < k; pc += bl->kc) {
                 const int64_t kb = min64(bl->kc, k - pc);
                 if (indirect)
@@ -192,7 +225,8 @@ static void product_b_as_it_goes(const cg_gemm_blocking *bl, int64_t m, int64_t 
                 const int64_t next_pc = more_k ? pc + kb : 0, next_kb = min64(bl->kc, k - next_pc);
                 int64_t next_first = first, next_cols = cols;
                 if (!more_k)
-                    cg_rows_panel(bl, n, more_q ? q + 1 : q_first, &next_first, &next_cols);
+                    cg_rows_panel(bl, n, b->parts, more_q ? q + 1 : q_first, &next_first,
+                                  &next_cols);
                 const int64_t rows = more_k || more_q || ic + mc < m ? next_cols : 0;
                 for (int64_t i = 0; i < calls; i++) {
                     ask_b_rows(b, next_pc, next_kb, next_first, i * rows / calls,
@@ -209,7 +243,8 @@ void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
                   const cg_rows_matrix *a, const cg_rows_b *b, int64_t q_first, int64_t q_last,
                   float beta, const float *init, float *c, int64_t ldc, float *pack)
 {
-    const int64_t np = round_up(n, bl->nr), j_first = q_first * bl->nr, j_last = q_last * bl->nr;
+    const int64_t np = cg_rows_panels(bl, n, b->parts) * bl->nr, j_first = q_first * bl->nr,
+                  j_last = q_last * bl->nr;
     /* the pointers, MOST_PIECES a row, take the space of A's packed block */
     const int indirect = bl->indirect && a->piece >= CG_INDIRECT_MIN_PIECE &&
                          MOST_PIECES * sizeof(float *) <= (size_t)bl->kc * sizeof(float);
@@ -242,7 +277,7 @@ void cg_gemm_rows(const cg_gemm_blocking *bl, int64_t m, int64_t n, int64_t k,
                 pack_a(bl, a, ic, rc.mb, pc, kb, pack);
             for (int64_t jr = j_first; jr < j_last; jr += bl->nr) {
                 int64_t first, cols;
-                cg_rows_panel(bl, n, jr / bl->nr, &first, &cols);
+                cg_rows_panel(bl, n, b->parts, jr / bl->nr, &first, &cols);
                 /* B is larger than L2 on the widest layers: the kernels on
                  * this micro-panel fetch the next one into L2, a share each */
                 const char *next =
