@@ -19,6 +19,7 @@
 #include "conv2d.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "bias.h"
@@ -384,10 +385,11 @@ struct job {
     const float *partial[CG_MAX_SLICES];    /* NCHW weights: each slice's partial dw */
     const double *bias_sums[CG_MAX_SLICES]; /* bias: each slice's sums */
     const float *phase_w;                   /* data: w by stride phase, in core 0's scratch */
-    const float *packed_w; /* forward, data on the packed driver: B's panels, core 0's scratch */
-    job *nhwc;             /* NCHW through the NHWC paths: the job on the staged copies */
-    cg_status status;      /* of the whole launch, set by logical core 0 */
-    cg_error *err;         /* the caller's: logical core 0 says there what failed */
+    const float *packed_w;    /* forward, data on the packed driver: B's panels, core 0's scratch */
+    atomic_llong tiles_taken; /* the packed driver's shared tiles (tile_queue) */
+    job *nhwc;                /* NCHW through the NHWC paths: the job on the staged copies */
+    cg_status status;         /* of the whole launch, set by logical core 0 */
+    cg_error *err;            /* the caller's: logical core 0 says there what failed */
 };
 
 /* The forward's and the input gradient's GEMMs (OpenBLAS) run best on
@@ -602,7 +604,9 @@ static cg_status weights_nchw_core(job *jb, int rank, cg_error *err)
 /* The rows (pixels) of the forward's and the input gradient's products, in
  * slices [s0, s1) for core `rank`. On the library's kernels, every element
  * of a product is the same sum whatever tile it is in (K is blocked by the
- * shape alone), so each core takes one balanced slice. OpenBLAS's sums
+ * shape alone), so each core takes one balanced slice (and where the tiles
+ * run on through the images, the cores share them out as they come:
+ * tile_queue). OpenBLAS's sums
  * depend on the product's sizes, so with it the rows are cut by the shape
  * alone (cg_slices_of: a power of two of slices, at least `least` rows
  * each, at least 4 where there are 32 rows a slice), the tiles restarting
@@ -860,6 +864,34 @@ static panels panels_share(const job *jb, int rank, int64_t n)
     return q;
 }
 
+/* The tiles of `rows` pixels (tile_rows each, the last shorter) a core of
+ * the packed driver runs. Where the cores split the pixels they take the
+ * tiles in turn from a count the launch's cores share, whichever core is
+ * free taking the next, so a core whose CPU runs slower (another guest's
+ * work beside it on a shared host, a smaller core) leaves more tiles to the
+ * others instead of holding them all back; a static split ran 2-core calls
+ * at the slower CPU's pace, the cores' compute times 1.2-1.4x apart. Every
+ * element of a product is the same sum whatever tile or core computes it,
+ * so the bits do not change. Else (`shared` 0) the core runs every tile. */
+typedef struct tile_queue {
+    job *jb;
+    int64_t rows, tile_rows, tiles, next;
+    int shared;
+} tile_queue;
+
+static tile_queue tile_queue_of(job *jb, int64_t rows, int64_t tile_rows, int shared)
+{
+    return (tile_queue){jb, rows, tile_rows, (rows + tile_rows - 1) / tile_rows, 0, shared};
+}
+
+/* The next tile's number, tiles or more when none is left. */
+static int64_t take_tile(tile_queue *q)
+{
+    return q->shared
+               ? (int64_t)atomic_fetch_add_explicit(&q->jb->tiles_taken, 1, memory_order_relaxed)
+               : q->next++;
+}
+
 /* A few channels a tap, many a kernel row (the stem's 3 and 21): the
  * forward's kernel rows are read in place by the indirect kernel, whole, from
  * a copy of each input row a tile reads with its padding as zeros (the
@@ -920,19 +952,17 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     const int runs = p->groups == 1 && p->dil_w == 1, padded = forward_padded(jb);
     const int64_t segments = runs ? p->kernel_h : p->taps,
                   seg_len = runs ? p->kernel_w * p->cin : p->cin_g;
-    int64_t first = 0, last = p->rows;
     panels cols = all_panels(p->cout_g);
     const int by_channels = splits_channels(jb, p->rows, p->cout_g);
     if (by_channels)
         cols = panels_share(jb, rank, p->cout_g);
-    else
-        cg_split_range(p->rows, rank, jb->members, &first, &last);
     const int64_t k = p->row_len, b_group = (int64_t)cg_rows_b_floats(bl, k, p->cout_g, cols.parts);
     /* every core decides alike: by the shape and the core count alone */
     const int as_it_goes = packs_b_as_it_goes(
         p->groups * b_group, by_channels ? p->rows : (p->rows + jb->members - 1) / jb->members,
         padded ? seg_len : p->cin_g);
-    const int64_t tile_rows = rows_tile(jb, last - first, !as_it_goes);
+    const int64_t tile_rows = rows_tile(
+        jb, by_channels ? p->rows : (p->rows + jb->members - 1) / jb->members, !as_it_goes);
     const int64_t a_floats = (int64_t)cg_rows_a_floats(bl);
     const int64_t pad_floats = padded ? padded_rows(p, tile_rows) * cg_padded_row_floats(p) : 0;
     const int64_t b_at = a_floats + round_up(pad_floats, LINE_FLOATS);
@@ -965,9 +995,11 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     int64_t *tab = ints + p->kernel_h + p->kernel_w;
     const geometry gx = geometry_of(0, p->cin, p->in_h, p->in_w);
     const int64_t plane = p->out_h * p->out_w;
-    for (int64_t row = first; row < last;) {
+    tile_queue queue = tile_queue_of(jb, p->rows, tile_rows, !by_channels);
+    for (int64_t t = take_tile(&queue); t < queue.tiles;) {
+        const int64_t row = t * tile_rows, next = take_tile(&queue);
         const tile tl = {row / plane, p->out_h, p->out_w, row % plane,
-                         min64(tile_rows, last - row)};
+                         min64(tile_rows, p->rows - row)};
         float *y = jb->out + row * p->cout;
         if (padded) { /* whole kernel rows of the padded copies: a piece each */
             const int64_t packing = cg_trace_inner_start();
@@ -980,9 +1012,9 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
             row_tables(&gx, &tl, ah, aw, runs, tab);
             rows_product(jb, jb->in0, tab, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
                          p->cout_g, cols, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
-                         next_input_lines(p, jb->in0, row + tl.count, tile_rows, last));
+                         next_input_lines(p, jb->in0, next * tile_rows, tile_rows, p->rows));
         }
-        row += tl.count;
+        t = next;
     }
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
     return CG_OK;
@@ -1325,7 +1357,9 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     row_slices rs = row_slices_of(jb, pixels, GEMM_MIN_ROWS, rank);
     panels cols = all_panels(p->cin_g);
     /* stride 1 only: a strided phase's tile is stored into dx whole */
-    if (on_rows && p->stride_h == 1 && p->stride_w == 1 && splits_channels(jb, pixels, p->cin_g)) {
+    const int by_channels =
+        on_rows && p->stride_h == 1 && p->stride_w == 1 && splits_channels(jb, pixels, p->cin_g);
+    if (by_channels) {
         rs = (row_slices){pixels, 1, 0, 1, pixels}; /* every core all the pixels */
         cols = panels_share(jb, rank, p->cin_g);
     }
@@ -1374,10 +1408,24 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     const data_space sp =
         on_rows ? (data_space){NULL, mem + a_floats, mem, ints + ints_h + ints_w, cols}
                 : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL, cols};
-    for (int64_t i = rs.s0; i < rs.s1; i++) {
-        int64_t first, last;
-        slice_rows(&rs, i, &first, &last);
-        data_pixels(jb, &dt, first, last, tile_rows, &sp);
+    if (on_rows && dt.h.count == 1 && dt.w.count == 1) {
+        /* one phase, the whole image: NHWC's tiles run on into the next
+         * image, shared out as they come */
+        const int64_t in_plane = p->in_h * p->in_w;
+        tile_queue queue = tile_queue_of(jb, pixels, tile_rows, !by_channels);
+        for (int64_t t = take_tile(&queue); t < queue.tiles;) {
+            const int64_t q = t * tile_rows, next = take_tile(&queue);
+            tile tl = {q / in_plane, p->in_h, p->in_w, q % in_plane, min64(tile_rows, pixels - q)};
+            data_tile(jb, &dt, &tl, 0, 0, &sp,
+                      next_dy_lines(p, jb->in0, next * tile_rows, tile_rows, pixels));
+            t = next;
+        }
+    } else {
+        for (int64_t i = rs.s0; i < rs.s1; i++) {
+            int64_t first, last;
+            slice_rows(&rs, i, &first, &last);
+            data_pixels(jb, &dt, first, last, tile_rows, &sp);
+        }
     }
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
     return CG_OK;
