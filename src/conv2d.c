@@ -382,14 +382,15 @@ struct job {
     int core_mask, members;
     int64_t tile_rows;                      /* 0: the library's choice */
     cg_weights_call weights;                /* NHWC weights: the operator's driver */
-    const float *partial[CG_MAX_SLICES];    /* NCHW weights: each slice's partial dw */
+    const float *partial[CG_MAX_SLICES];    /* weights: each slice's partial dw */
     const double *bias_sums[CG_MAX_SLICES]; /* bias: each slice's sums */
     const float *phase_w;                   /* data: w by stride phase, in core 0's scratch */
     const float *packed_w;    /* forward, data on the packed driver: B's panels, core 0's scratch */
     atomic_llong tiles_taken; /* the packed driver's shared tiles (tile_queue) */
-    job *nhwc;                /* NCHW through the NHWC paths: the job on the staged copies */
-    cg_status status;         /* of the whole launch, set by logical core 0 */
-    cg_error *err;            /* the caller's: logical core 0 says there what failed */
+    atomic_llong slices_taken; /* NHWC weights: the slices taken (cg_weights_call) */
+    job *nhwc;                 /* NCHW through the NHWC paths: the job on the staged copies */
+    cg_status status;          /* of the whole launch, set by logical core 0 */
+    cg_error *err;             /* the caller's: logical core 0 says there what failed */
 };
 
 /* The forward's and the input gradient's GEMMs (OpenBLAS) run best on
@@ -2317,7 +2318,9 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
                                          .core_mask = core_mask,
                                          .core_num = jb.members,
                                          .out_db = db,
-                                         .db_sums = run->bias_sums};
+                                         .db_sums = run->bias_sums,
+                                         .slices_taken = &run->slices_taken,
+                                         .partials = run->partial};
     s = cm_run_here(core_mask, core_entry, &jb, err);
     return s != CG_OK ? s : jb.status;
 }

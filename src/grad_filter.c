@@ -25,8 +25,10 @@ enum { DEPTHWISE_ACC_TARGET_BYTES = 256 << 10 };
 /* The operator's call: the shared part, and how the launch went. */
 typedef struct call {
     cg_weights_call w;
-    cg_status status; /* of the whole launch (host mode), set by logical core 0 */
-    cg_error *err;    /* the caller's: logical core 0 says there what failed */
+    cg_status status;          /* of the whole launch (host mode), set by logical core 0 */
+    cg_error *err;             /* the caller's: logical core 0 says there what failed */
+    atomic_llong slices_taken; /* host mode: w.slices_taken */
+    const float *partials[CG_MAX_SLICES]; /* host mode: w.partials */
 } call;
 
 static int64_t min64(int64_t a, int64_t b)
@@ -141,6 +143,7 @@ typedef struct share {
     int holder;                                /* in a team: the core holding its partial */
     int64_t team_units_first, team_units_last; /* in a team: its column units */
     int64_t kc;                                /* general path: rows a pass */
+    int64_t held;        /* by slices, not in a team: the partials it has room for */
     int64_t pack_floats; /* the packing's (or depthwise accumulators') scratch */
     int64_t part_floats; /* then this core's slices' partials */
     int64_t db_doubles;  /* then, from a cache line, the db sums of the slices it sums */
@@ -224,10 +227,31 @@ static void join_team(const cg_plan *p, int rank, int members, share *s)
     }
 }
 
+/* Whether the cores take the slices in turn (whichever is free takes the
+ * next: a core on a CPU the host lends less, or a smaller core, leaves more
+ * to the others, where equal ranges ran a 2-core call at the slower one's
+ * pace): by slices, each summed into a partial (not one slice straight into
+ * out_dw), not in teams, in host mode. The partials are added in slice order
+ * whoever summed them, so the bits do not change. */
+static int slices_in_turn(const cg_weights_call *c, const share *s)
+{
+    return c->slices_taken && !s->by_columns && !s->in_team && s->slices > 1;
+}
+
+/* Partials a core has room for where the slices are taken in turn: half as
+ * many again as an equal share, so that a faster core can take a third more
+ * than its share (all of them on 2 cores up to 3 slices). */
+static int64_t turn_held(int64_t slices, int members)
+{
+    const int64_t even = (slices + members - 1) / members;
+    return min64(slices, (3 * even + 1) / 2);
+}
+
 static share plan_share(const cg_weights_call *c, int rank, int members)
 {
     const cg_plan *p = &c->plan;
-    share s = {.by_columns = cg_split_by_columns(p), .slices = cg_slices_on(cg_sum_slices(p), members)};
+    share s = {.by_columns = cg_split_by_columns(p),
+               .slices = cg_slices_on(cg_sum_slices(p), members)};
     s.kc = pass_rows(c, s.slices);
     if (!s.by_columns && slices_in_teams(p, s.slices, members))
         join_team(p, rank, members, &s);
@@ -241,10 +265,11 @@ static share plan_share(const cg_weights_call *c, int rank, int members)
         s.pack_floats = columns_pack_floats(p, s.kc, s.first, s.last);
     } else if (s.first < s.last) {
         s.pack_floats = slices_pack_floats(p, s.kc);
-        s.part_floats = whole_into_out(c, &s) ? 0 : (s.last - s.first) * (int64_t)p->dw_elems;
+        s.held = slices_in_turn(c, &s) ? turn_held(s.slices, members) : s.last - s.first;
+        s.part_floats = whole_into_out(c, &s) ? 0 : s.held * (int64_t)p->dw_elems;
     }
     if (c->out_db && s.slices > 1) {
-        const int64_t summed = s.in_team ? rank == s.holder : s.last - s.first;
+        const int64_t summed = s.in_team ? rank == s.holder : s.held;
         s.db_doubles = summed * cg_bias_slice_doubles(p);
     }
     return s;
@@ -290,9 +315,10 @@ static void finish_db(const cg_weights_call *c, const share *s, int rank)
     cg_trace_region(s->slices == 1 ? CG_PHASE_COMPUTE : CG_PHASE_REDUCE, CG_PHASE_REDUCE, since);
 }
 
-/* Slice i's sum, from zero, into dst: dw over rows cut i of `slices`. */
-static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, float *scratch,
-                      float beta, float *dst)
+/* Slice i's sum, from zero, into dst: dw over rows cut i of `slices`; its
+ * db sums (if any) into the core's slot k. */
+static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, int64_t k,
+                      float *scratch, float beta, float *dst)
 {
     const cg_plan *p = &c->plan;
     const cg_trace_mark since = cg_trace_start();
@@ -307,7 +333,7 @@ static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, float
         const cg_dw_block all = whole_dw(p);
         cg_general_rows(p, c->dy, c->x, &all, r0, r1, s->kc, scratch, beta, dst);
     }
-    slice_db(c, s, i, i - s->first, r0, r1, scratch);
+    slice_db(c, s, i, k, r0, r1, scratch);
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
 }
 
@@ -362,14 +388,30 @@ static void columns_share(const cg_weights_call *c, const share *s, float *scrat
     }
 }
 
+/* The next slice this core sums, after the k it has summed: taken from the
+ * shared count, or the next of its range; s->slices or more where none is
+ * left, or it has no room for another partial. */
+static int64_t next_slice(const cg_weights_call *c, const share *s, int64_t k)
+{
+    if (k >= s->held)
+        return s->slices;
+    return slices_in_turn(c, s)
+               ? (int64_t)atomic_fetch_add_explicit(c->slices_taken, 1, memory_order_relaxed)
+               : s->first + k;
+}
+
 /* Sums the slices' partials into this core's part of out_dw, in slice
  * order. Each slice's partial is in its core's scratch, after the packing
- * space (slices_pack_floats). */
+ * space (slices_pack_floats): where the slices were taken in turn, as the
+ * table says. */
 static void reduce_slices(const cg_weights_call *c, const share *s, int rank)
 {
     const float *part[CG_MAX_SLICES];
     const int64_t pack = slices_pack_floats(&c->plan, s->kc); /* this core may have none */
-    if (s->in_team) {
+    if (slices_in_turn(c, s)) {
+        for (int64_t i = 0; i < s->slices; i++)
+            part[i] = c->partials[i];
+    } else if (s->in_team) {
         for (int64_t i = 0; i < s->slices; i++)
             part[i] =
                 (const float *)cm_scratch_of(c->core_mask, team_holder(s->slices, c->core_num, i)) +
@@ -415,16 +457,20 @@ cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err)
         if (s.in_team)
             team_slice(c, &s, rank, scratch, direct_beta(c), direct_out(c));
         else if (s.first < s.last)
-            sum_slice(c, &s, 0, scratch, direct_beta(c), direct_out(c));
+            sum_slice(c, &s, 0, 0, scratch, direct_beta(c), direct_out(c));
         finish_db(c, &s, rank);
     } else {
         if (s.in_team) {
             float *held = cm_scratch_of(c->core_mask, s.holder);
             team_slice(c, &s, rank, scratch, 0.0f, held + s.pack_floats);
         } else {
-            for (int64_t i = s.first; i < s.last; i++)
-                sum_slice(c, &s, i, scratch, 0.0f,
-                          scratch + s.pack_floats + (i - s.first) * (int64_t)p->dw_elems);
+            int64_t i;
+            for (int64_t k = 0; (i = next_slice(c, &s, k)) < s.slices; k++) {
+                float *part = scratch + s.pack_floats + k * (int64_t)p->dw_elems;
+                sum_slice(c, &s, i, k, scratch, 0.0f, part);
+                if (c->partials)
+                    c->partials[i] = part;
+            }
         }
         cm_bar_all(c->core_mask, 1); /* every slice's partial (and db sums) written */
         finish_db(c, &s, rank);
@@ -467,6 +513,8 @@ static cg_status grad_filter_shared(const void *dy, const void *x, void *out_dw,
     c.w.core_num = GetCoreNum(core_mask);
     int id = get_core_id();
     if (id < 0) { /* host mode: run the cores ourselves */
+        c.w.slices_taken = &c.slices_taken;
+        c.w.partials = c.partials;
         s = cm_run_here(core_mask, shared_entry, &c, err);
         return s != CG_OK ? s : c.status;
     }
@@ -488,7 +536,8 @@ CG_API size_t cg_grad_filter_scratch_bytes(const ConvParameter *p, int core_mask
     size_t most = 0;
     int members = GetCoreNum(core_mask);
     for (size_t dtype_size = 2; dtype_size <= 4; dtype_size += 2) {
-        cg_weights_call c = {.overwrite = 0};
+        atomic_llong untouched; /* host mode's shares: room for more slices */
+        cg_weights_call c = {.overwrite = 0, .slices_taken = &untouched};
         if (core_mask == 0 || cg_plan_make(p, dtype_size, &c.plan) != CG_OK)
             return 0;
         for (int with_bias = 0; with_bias < 2; with_bias++) {
@@ -518,13 +567,13 @@ static cg_status private_slices(const cg_weights_call *c, cg_error *err)
         return cg_fail(err, CG_ERR_NO_MEMORY, "could not allocate %zu bytes of scratch",
                        floats * sizeof(float));
     if (part == 0) {
-        sum_slice(c, &s, 0, scratch, direct_beta(c), direct_out(c));
+        sum_slice(c, &s, 0, 0, scratch, direct_beta(c), direct_out(c));
         return CG_OK;
     }
     float *total = scratch + s.pack_floats, *next = total + part;
-    sum_slice(c, &s, 0, scratch, 0.0f, total);
+    sum_slice(c, &s, 0, 0, scratch, 0.0f, total);
     for (int64_t i = 1; i < s.slices; i++) {
-        sum_slice(c, &s, i, scratch, 0.0f, next);
+        sum_slice(c, &s, i, 0, scratch, 0.0f, next);
         for (size_t e = 0; e < p->dw_elems; e++)
             total[e] += next[e];
     }

@@ -4,6 +4,8 @@
  * gradient both run it. */
 #ifndef CG_GRAD_FILTER_H
 #define CG_GRAD_FILTER_H
+#include <stdatomic.h>
+
 #include "plan.h"
 #include "status.h"
 
@@ -20,6 +22,13 @@ typedef struct cg_weights_call {
      * of CG_MAX_SLICES pointers the cores fill, one to each slice's sums. */
     float *out_db;
     const double **db_sums;
+    /* Where the cores share this call alone (host mode): a count from 0 by
+     * which they take the slices of the sum in turn, and a table of
+     * CG_MAX_SLICES pointers they fill, one to each slice's partial. NULL
+     * (SPMD mode, whose cores share nothing of the caller's): each core
+     * sums an equal range of the slices. */
+    atomic_llong *slices_taken;
+    const float **partials;
 } cg_weights_call;
 
 /* Logical core `rank`'s share of c on the cores of c->core_mask, all of
