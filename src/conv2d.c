@@ -1409,16 +1409,23 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     const data_space sp =
         on_rows ? (data_space){NULL, mem + a_floats, mem, ints + ints_h + ints_w, cols}
                 : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL, cols};
-    if (on_rows && dt.h.count == 1 && dt.w.count == 1) {
-        /* one phase, the whole image: NHWC's tiles run on into the next
-         * image, shared out as they come */
+    if (on_rows) {
+        /* tiles of the pixel order shared out as they come; with one phase
+         * (the whole image) they run on into the next image, and the next
+         * tile's lines of dy are asked for */
         const int64_t in_plane = p->in_h * p->in_w;
+        const int one_phase = dt.h.count == 1 && dt.w.count == 1;
         tile_queue queue = tile_queue_of(jb, pixels, tile_rows, !by_channels);
         for (int64_t t = take_tile(&queue); t < queue.tiles;) {
             const int64_t q = t * tile_rows, next = take_tile(&queue);
-            tile tl = {q / in_plane, p->in_h, p->in_w, q % in_plane, min64(tile_rows, pixels - q)};
-            data_tile(jb, &dt, &tl, 0, 0, &sp,
-                      next_dy_lines(p, jb->in0, next * tile_rows, tile_rows, pixels));
+            const int64_t end = min64(pixels, q + tile_rows);
+            if (one_phase) {
+                const tile tl = {q / in_plane, p->in_h, p->in_w, q % in_plane, end - q};
+                data_tile(jb, &dt, &tl, 0, 0, &sp,
+                          next_dy_lines(p, jb->in0, next * tile_rows, tile_rows, pixels));
+            } else {
+                data_pixels(jb, &dt, q, end, tile_rows, &sp);
+            }
             t = next;
         }
     } else {
