@@ -866,31 +866,41 @@ static panels panels_share(const job *jb, int rank, int64_t n)
 }
 
 /* The tiles of `rows` pixels (tile_rows each, the last shorter) a core of
- * the packed driver runs. Where the cores split the pixels they take the
- * tiles in turn from a count the launch's cores share, whichever core is
- * free taking the next, so a core whose CPU runs slower (another guest's
- * work beside it on a shared host, a smaller core) leaves more tiles to the
- * others instead of holding them all back; a static split ran 2-core calls
- * at the slower CPU's pace, the cores' compute times 1.2-1.4x apart. Every
- * element of a product is the same sum whatever tile or core computes it,
- * so the bits do not change. Else (`shared` 0) the core runs every tile. */
+ * the packed driver runs: every one where each core computes its columns of
+ * all the pixels (`all`), else its share. Where the launch has no more cores
+ * than the process has CPUs, the cores take the tiles in turn from a count
+ * they share, whichever core is free taking the next, so a core whose CPU
+ * runs slower (another guest's work beside it on a shared host, a smaller
+ * core) leaves more tiles to the others instead of holding them all back: a
+ * static split ran 2-core calls at the slower CPU's pace, the cores'
+ * compute times 1.2-2x apart. Every element of a product is the same sum
+ * whatever tile or core computes it, so the bits do not change. A launch of
+ * more cores than CPUs emulates a larger chip: each core then takes an
+ * equal range, as it would there. */
 typedef struct tile_queue {
     job *jb;
-    int64_t rows, tile_rows, tiles, next;
+    int64_t tiles, next, end;
     int shared;
 } tile_queue;
 
-static tile_queue tile_queue_of(job *jb, int64_t rows, int64_t tile_rows, int shared)
+static tile_queue tile_queue_of(job *jb, int rank, int64_t rows, int64_t tile_rows, int all)
 {
-    return (tile_queue){jb, rows, tile_rows, (rows + tile_rows - 1) / tile_rows, 0, shared};
+    tile_queue q = {jb, (rows + tile_rows - 1) / tile_rows, 0, 0, 0};
+    if (all)
+        q.end = q.tiles;
+    else if (jb->members <= cm_cpus())
+        q.shared = 1;
+    else
+        cg_split_range(q.tiles, rank, jb->members, &q.next, &q.end);
+    return q;
 }
 
 /* The next tile's number, tiles or more when none is left. */
 static int64_t take_tile(tile_queue *q)
 {
-    return q->shared
-               ? (int64_t)atomic_fetch_add_explicit(&q->jb->tiles_taken, 1, memory_order_relaxed)
-               : q->next++;
+    if (q->shared)
+        return (int64_t)atomic_fetch_add_explicit(&q->jb->tiles_taken, 1, memory_order_relaxed);
+    return q->next < q->end ? q->next++ : q->tiles;
 }
 
 /* A few channels a tap, many a kernel row (the stem's 3 and 21): the
@@ -996,7 +1006,7 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     int64_t *tab = ints + p->kernel_h + p->kernel_w;
     const geometry gx = geometry_of(0, p->cin, p->in_h, p->in_w);
     const int64_t plane = p->out_h * p->out_w;
-    tile_queue queue = tile_queue_of(jb, p->rows, tile_rows, !by_channels);
+    tile_queue queue = tile_queue_of(jb, rank, p->rows, tile_rows, by_channels);
     for (int64_t t = take_tile(&queue); t < queue.tiles;) {
         const int64_t row = t * tile_rows, next = take_tile(&queue);
         const tile tl = {row / plane, p->out_h, p->out_w, row % plane,
@@ -1415,7 +1425,7 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
          * tile's lines of dy are asked for */
         const int64_t in_plane = p->in_h * p->in_w;
         const int one_phase = dt.h.count == 1 && dt.w.count == 1;
-        tile_queue queue = tile_queue_of(jb, pixels, tile_rows, !by_channels);
+        tile_queue queue = tile_queue_of(jb, rank, pixels, tile_rows, by_channels);
         for (int64_t t = take_tile(&queue); t < queue.tiles;) {
             const int64_t q = t * tile_rows, next = take_tile(&queue);
             const int64_t end = min64(pixels, q + tile_rows);
@@ -2316,18 +2326,19 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
     }
     job *run = jb.nhwc ? jb.nhwc : &jb;
     if (weights_op(op) && !run->nchw) /* fp32 OHWI dw: the operator's */
-        run->weights = (cg_weights_call){.plan = jb.plan,
-                                         .dy = run->in1,
-                                         .x = run->in0,
-                                         .out_dw = run->out,
-                                         .overwrite = 1,
-                                         .kc_forced = tile_rows,
-                                         .core_mask = core_mask,
-                                         .core_num = jb.members,
-                                         .out_db = db,
-                                         .db_sums = run->bias_sums,
-                                         .slices_taken = &run->slices_taken,
-                                         .partials = run->partial};
+        run->weights =
+            (cg_weights_call){.plan = jb.plan,
+                              .dy = run->in1,
+                              .x = run->in0,
+                              .out_dw = run->out,
+                              .overwrite = 1,
+                              .kc_forced = tile_rows,
+                              .core_mask = core_mask,
+                              .core_num = jb.members,
+                              .out_db = db,
+                              .db_sums = run->bias_sums,
+                              .slices_taken = jb.members <= cm_cpus() ? &run->slices_taken : NULL,
+                              .partials = run->partial};
     s = cm_run_here(core_mask, core_entry, &jb, err);
     return s != CG_OK ? s : jb.status;
 }

@@ -512,9 +512,11 @@ static cg_status grad_filter_shared(const void *dy, const void *x, void *out_dw,
     c.w.workspace = p->workspace_;
     c.w.core_num = GetCoreNum(core_mask);
     int id = get_core_id();
-    if (id < 0) { /* host mode: run the cores ourselves */
-        c.w.slices_taken = &c.slices_taken;
-        c.w.partials = c.partials;
+    if (id < 0) {                        /* host mode: run the cores ourselves */
+        if (c.w.core_num <= cm_cpus()) { /* else a larger chip's equal shares */
+            c.w.slices_taken = &c.slices_taken;
+            c.w.partials = c.partials;
+        }
         s = cm_run_here(core_mask, shared_entry, &c, err);
         return s != CG_OK ? s : c.status;
     }
@@ -537,7 +539,8 @@ CG_API size_t cg_grad_filter_scratch_bytes(const ConvParameter *p, int core_mask
     int members = GetCoreNum(core_mask);
     for (size_t dtype_size = 2; dtype_size <= 4; dtype_size += 2) {
         atomic_llong untouched; /* host mode's shares: room for more slices */
-        cg_weights_call c = {.overwrite = 0, .slices_taken = &untouched};
+        cg_weights_call c = {.overwrite = 0,
+                             .slices_taken = members <= cm_cpus() ? &untouched : NULL};
         if (core_mask == 0 || cg_plan_make(p, dtype_size, &c.plan) != CG_OK)
             return 0;
         for (int with_bias = 0; with_bias < 2; with_bias++) {

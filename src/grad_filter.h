@@ -22,11 +22,12 @@ typedef struct cg_weights_call {
      * of CG_MAX_SLICES pointers the cores fill, one to each slice's sums. */
     float *out_db;
     const double **db_sums;
-    /* Where the cores share this call alone (host mode): a count from 0 by
-     * which they take the slices of the sum in turn, and a table of
-     * CG_MAX_SLICES pointers they fill, one to each slice's partial. NULL
-     * (SPMD mode, whose cores share nothing of the caller's): each core
-     * sums an equal range of the slices. */
+    /* Where the cores share this call alone (host mode) and are no more
+     * than the process's CPUs: a count from 0 by which they take the slices
+     * of the sum in turn, and a table of CG_MAX_SLICES pointers they fill,
+     * one to each slice's partial. NULL (SPMD mode, whose cores share
+     * nothing of the caller's, or a larger chip emulated): each core sums
+     * an equal range of the slices. */
     atomic_llong *slices_taken;
     const float **partials;
 } cg_weights_call;

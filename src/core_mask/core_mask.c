@@ -198,6 +198,12 @@ static void cm_init(void)
     cg_trace_init();
 }
 
+int cm_cpus(void)
+{
+    pthread_once(&g_once, cm_init);
+    return g_ncpu;
+}
+
 /* ---- vendor names ---------------------------------------------------- */
 
 CG_API int get_core_id(void)

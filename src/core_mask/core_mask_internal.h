@@ -23,6 +23,12 @@ cg_status cm_run_here(int core_mask, void (*entry)(void *arg), void *arg, cg_err
 /* Mask of the launch the calling thread runs in as an emulated core; 0 outside. */
 int cm_launch_mask(void);
 
+/* The CPUs the process may run on (its affinity), on which the cores'
+ * threads are bound. Where a launch has more cores than this, it emulates a
+ * larger chip, and the library's own work keeps the chip's equal shares
+ * rather than taking work in turn. */
+int cm_cpus(void);
+
 /* Barrier of the library's own (user ids 0..15 are never touched) across the
  * cores of core_mask, a subset of the calling launch. Disjoint subsets of one
  * launch have separate barriers. Returns nonzero iff every arriving core
