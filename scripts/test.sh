@@ -20,8 +20,9 @@
 #     release tree with the full default train_cnn run (it fails below its
 #     stated held-out accuracy), and a 30 s fixed-seed convgrad-stress run in
 #     the asan and tsan trees (the tsan tree's ctest leaves out the
-#     benchmark's runs, the 2-rank training and the single-threaded kernel
-#     and packed GEMM tests); the Python package's pytest suite and a
+#     benchmark's runs, the 2-rank training, the single-threaded kernel
+#     and packed GEMM tests, the training example's command-line checks and
+#     second data set, and the limits' checks); the Python package's pytest suite and a
 #     short Fashion-MNIST training in the release tree
 #     (scripts/test-python.sh); ctest also checks the version and that the
 #     shared libraries export exactly their headers' functions;
@@ -127,8 +128,13 @@ ctest_stage() {
         # 2-rank training took a third of this tree's time (160 of 411 s),
         # and the kernels' and the packed GEMM's tests, which call them on
         # one thread (nothing for TSan to see), a quarter of the rest (77 of
-        # 297 s on an Intel Xeon); the other trees run them all
-        label_filter=(-LE bench -E '^(train_cnn_mpi_quick|test_kernel_list|test_packed_gemm)$')
+        # 297 s on an Intel Xeon); so do the training example's command-line
+        # checks and its second data set (the same training loop as
+        # example_train_cnn_quick) and the limits' checks (validation, and
+        # the paths test_conv2d drives): 44 of 252 s. The other trees run
+        # them all
+        label_filter=(-LE bench -E
+            '^(train_cnn_mpi_quick|test_kernel_list|test_packed_gemm|example_train_cnn_cli|train_cnn_fashion_quick|test_limits)$')
     fi
     if [ -n "$isa" ]; then
         # the capped reruns are for the kernels: the benchmark's runs (label

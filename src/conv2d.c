@@ -605,9 +605,8 @@ static cg_status weights_nchw_core(job *jb, int rank, cg_error *err)
 /* The rows (pixels) of the forward's and the input gradient's products, in
  * slices [s0, s1) for core `rank`. On the library's kernels, every element
  * of a product is the same sum whatever tile it is in (K is blocked by the
- * shape alone), so each core takes one balanced slice (and where the tiles
- * run on through the images, the cores share them out as they come:
- * tile_queue). OpenBLAS's sums
+ * shape alone), so each core takes one balanced slice (the packed driver's
+ * forward and input gradient take tiles instead: tile_queue). OpenBLAS's sums
  * depend on the product's sizes, so with it the rows are cut by the shape
  * alone (cg_slices_of: a power of two of slices, at least `least` rows
  * each, at least 4 where there are 32 rows a slice), the tiles restarting

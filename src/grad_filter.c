@@ -231,8 +231,9 @@ static void join_team(const cg_plan *p, int rank, int members, share *s)
  * next: a core on a CPU the host lends less, or a smaller core, leaves more
  * to the others, where equal ranges ran a 2-core call at the slower one's
  * pace): by slices, each summed into a partial (not one slice straight into
- * out_dw), not in teams, in host mode. The partials are added in slice order
- * whoever summed them, so the bits do not change. */
+ * out_dw), not in teams, where the caller set slices_taken (host mode, no
+ * more cores than CPUs). The partials are added in slice order whoever
+ * summed them, so the bits do not change. */
 static int slices_in_turn(const cg_weights_call *c, const share *s)
 {
     return c->slices_taken && !s->by_columns && !s->in_team && s->slices > 1;
