@@ -787,7 +787,6 @@ static void rows_product(const job *jb, const float *src, const int64_t *tab, in
         const cg_rows_matrix a = {src,     tab,   tab + e,        tab + 2 * e, count,
                                   seg_len, piece, g * group_cols, next.at,     next.bytes};
         cg_rows_b bg = *b;
-        bg.parts = cols.parts;
         if (bg.packed)
             bg.packed += g * b_group;
         else
