@@ -388,6 +388,7 @@ struct job {
     const float *packed_w;    /* forward, data on the packed driver: B's panels, core 0's scratch */
     atomic_llong tiles_taken; /* the packed driver's shared tiles (tile_queue) */
     atomic_llong slices_taken; /* NHWC weights: the slices taken (cg_weights_call) */
+    atomic_ullong column_ranges[2 * CG_CORES_MOST]; /* NHWC weights: dw's columns shared */
     job *nhwc;                 /* NCHW through the NHWC paths: the job on the staged copies */
     cg_status status;          /* of the whole launch, set by logical core 0 */
     cg_error *err;             /* the caller's: logical core 0 says there what failed */
@@ -1326,18 +1327,21 @@ static void data_tile(const job *jb, const data_tables *dt, const tile *tl, int6
 }
 
 /* Runs data_tile over the part [first, last) of the pixel order (image,
- * phase a, phase b, grid pixel). */
+ * phase a, phase b, grid pixel); `then` is the first pixel this core takes
+ * after it (the pixels' count: none). */
 static void data_pixels(const job *jb, const data_tables *dt, int64_t first, int64_t last,
-                        int64_t tile_rows, const data_space *sp)
+                        int64_t then, int64_t tile_rows, const data_space *sp)
 {
     const cg_plan *p = &jb->plan;
     const int64_t in_plane = p->in_h * p->in_w;
     if (dt->h.count == 1 && dt->w.count == 1 && !jb->nchw) {
-        /* one phase, the whole image: NHWC's tiles run on into the next image */
+        /* one phase, the whole image: NHWC's tiles run on into the next
+         * image, and each asks for the lines of dy its core's next reads */
+        const int64_t pixels = p->batch * in_plane;
         for (int64_t q = first; q < last; q += tile_rows) {
             tile tl = {q / in_plane, p->in_h, p->in_w, q % in_plane, min64(tile_rows, last - q)};
-            data_tile(jb, dt, &tl, 0, 0, sp,
-                      next_dy_lines(p, jb->in0, q + tl.count, tile_rows, last));
+            const int64_t next = q + tl.count < last ? q + tl.count : then;
+            data_tile(jb, dt, &tl, 0, 0, sp, next_dy_lines(p, jb->in0, next, tile_rows, pixels));
         }
         return;
     }
@@ -1417,30 +1421,19 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     const data_space sp =
         on_rows ? (data_space){NULL, mem + a_floats, mem, ints + ints_h + ints_w, cols}
                 : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL, cols};
-    if (on_rows) {
-        /* tiles of the pixel order shared out as they come; with one phase
-         * (the whole image) they run on into the next image, and the next
-         * tile's lines of dy are asked for */
-        const int64_t in_plane = p->in_h * p->in_w;
-        const int one_phase = dt.h.count == 1 && dt.w.count == 1;
+    if (on_rows) { /* tiles of the pixel order shared out as they come */
         tile_queue queue = tile_queue_of(jb, rank, pixels, tile_rows, by_channels);
         for (int64_t t = take_tile(&queue); t < queue.tiles;) {
             const int64_t q = t * tile_rows, next = take_tile(&queue);
-            const int64_t end = min64(pixels, q + tile_rows);
-            if (one_phase) {
-                const tile tl = {q / in_plane, p->in_h, p->in_w, q % in_plane, end - q};
-                data_tile(jb, &dt, &tl, 0, 0, &sp,
-                          next_dy_lines(p, jb->in0, next * tile_rows, tile_rows, pixels));
-            } else {
-                data_pixels(jb, &dt, q, end, tile_rows, &sp);
-            }
+            data_pixels(jb, &dt, q, min64(pixels, q + tile_rows), min64(pixels, next * tile_rows),
+                        tile_rows, &sp);
             t = next;
         }
     } else {
         for (int64_t i = rs.s0; i < rs.s1; i++) {
             int64_t first, last;
             slice_rows(&rs, i, &first, &last);
-            data_pixels(jb, &dt, first, last, tile_rows, &sp);
+            data_pixels(jb, &dt, first, last, pixels, tile_rows, &sp);
         }
     }
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
@@ -2336,7 +2329,9 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
                               .out_db = db,
                               .db_sums = run->bias_sums,
                               .slices_taken = jb.members <= cm_cpus() ? &run->slices_taken : NULL,
-                              .partials = run->partial};
+                              .partials = run->partial,
+                              .column_ranges =
+                                  jb.members <= cm_cpus() ? run->column_ranges : NULL};
     s = cm_run_here(core_mask, core_entry, &jb, err);
     return s != CG_OK ? s : jb.status;
 }

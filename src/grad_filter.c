@@ -7,6 +7,7 @@
 #include "bias.h"
 #include "core_mask/core_mask_internal.h"
 #include "fp16.h"
+#include "gemm/gemm.h"
 #include "grad_filter.h"
 #include "kernels.h"
 #include "plan.h"
@@ -28,6 +29,7 @@ typedef struct call {
     cg_status status;          /* of the whole launch (host mode), set by logical core 0 */
     cg_error *err;             /* the caller's: logical core 0 says there what failed */
     atomic_llong slices_taken; /* host mode: w.slices_taken */
+    atomic_ullong column_ranges[2 * CG_CORES_MOST]; /* host mode: w.column_ranges */
     const float *partials[CG_MAX_SLICES]; /* host mode: w.partials */
 } call;
 
@@ -248,6 +250,27 @@ static int64_t turn_held(int64_t slices, int members)
     return min64(slices, (3 * even + 1) / 2);
 }
 
+/* By columns, where the caller set column_ranges (host mode, no more
+ * cores than CPUs), the sums go straight into out_dw and the packed path
+ * takes them (cg_general_rows_take_turns): the cores share the
+ * micro-panels pass by pass, a barrier after each (a column's next pass may
+ * run on another core: out_dw holds its sum so far). Each core starts on
+ * its own equal range from the front; once it is done it takes from the
+ * back of the range with most left. So a core whose CPU runs slower (the
+ * host lending it less, a smaller core) leaves panels to the others, where
+ * equal ranges ran the call at its pace; each keeps mostly the same columns
+ * from pass to pass (its part of out_dw stays in its cache); and dy is
+ * packed once a pass, as before, where runs of columns taken in turn over
+ * every row packed it once a run. Each element's sum is the same whoever
+ * computes its passes: the bits do not change. Else each core has its
+ * equal range of column units, [first, last). */
+static int columns_in_turn(const cg_weights_call *c, const share *s)
+{
+    const cg_dw_block all = whole_dw(&c->plan);
+    return s->by_columns && c->column_ranges && c->core_num > 1 && direct_out(c) &&
+           cg_general_rows_take_turns(&c->plan, &all, s->kc);
+}
+
 static share plan_share(const cg_weights_call *c, int rank, int members)
 {
     const cg_plan *p = &c->plan;
@@ -256,6 +279,8 @@ static share plan_share(const cg_weights_call *c, int rank, int members)
     s.kc = pass_rows(c, s.slices);
     if (!s.by_columns && slices_in_teams(p, s.slices, members))
         join_team(p, rank, members, &s);
+    else if (columns_in_turn(c, &s)) /* any of them */
+        s.last = cg_column_units(p);
     else
         cg_split_range(s.by_columns ? cg_column_units(p) : s.slices, rank, members, &s.first,
                        &s.last);
@@ -332,7 +357,7 @@ static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, int64
                               dst + c0 * p->taps);
     } else {
         const cg_dw_block all = whole_dw(p);
-        cg_general_rows(p, c->dy, c->x, &all, r0, r1, s->kc, scratch, beta, dst);
+        cg_general_rows(p, c->dy, c->x, &all, r0, r1, s->kc, scratch, beta, dst, NULL);
     }
     slice_db(c, s, i, k, r0, r1, scratch);
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
@@ -345,7 +370,7 @@ static void block_sum(const cg_weights_call *c, const share *s, const cg_dw_bloc
     const cg_plan *p = &c->plan;
     const int64_t at = b->group_first * p->cout_g * p->row_len;
     const cg_trace_mark since = cg_trace_start();
-    cg_general_rows(p, c->dy, c->x, b, r0, r1, s->kc, scratch, beta, dw_like + at);
+    cg_general_rows(p, c->dy, c->x, b, r0, r1, s->kc, scratch, beta, dw_like + at, NULL);
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
 }
 
@@ -365,6 +390,94 @@ static void team_slice(const cg_weights_call *c, const share *s, int rank, float
         slice_db(c, s, s->first, 0, r0, r1, scratch);
         cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_COMPUTE, since);
     }
+}
+
+/* A range of micro-panels [front, back), one word: front << 32 | back. */
+static unsigned long long panel_range(int64_t front, int64_t back)
+{
+    return (unsigned long long)front << 32 | (unsigned long long)back;
+}
+
+/* Takes the front (or back) panel of *range into *at; 0 when it is empty. */
+static int take_panel_of(atomic_ullong *range, int back, int64_t *at)
+{
+    unsigned long long r = atomic_load_explicit(range, memory_order_relaxed);
+    for (;;) {
+        const int64_t f = (int64_t)(r >> 32), b = (int64_t)(r & 0xffffffffu);
+        if (f >= b)
+            return 0;
+        const unsigned long long taken = back ? panel_range(f, b - 1) : panel_range(f + 1, b);
+        if (atomic_compare_exchange_weak_explicit(range, &r, taken, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *at = back ? b - 1 : f;
+            return 1;
+        }
+    }
+}
+
+typedef struct column_turn {
+    const cg_weights_call *c;
+    int rank;
+    int64_t pass;           /* the last pass this core took from */
+    unsigned long long own; /* its range, the same each pass */
+    cg_trace_mark since;    /* the pass's start: each pass is a traced region */
+} column_turn;
+
+/* cg_column_turns.take: ranges of pass p are column_ranges[p % 2]; each
+ * core sets its own range of the next pass on its first take of a pass (the
+ * barrier after pass p - 1 has ended every use of them). */
+static int take_panel(void *ctx, int64_t pass, int64_t *first, int64_t *last)
+{
+    column_turn *t = ctx;
+    atomic_ullong *ranges = t->c->column_ranges + (pass & 1) * CG_CORES_MOST;
+    if (pass != t->pass) {
+        t->pass = pass;
+        atomic_store_explicit(t->c->column_ranges + ((pass + 1) & 1) * CG_CORES_MOST + t->rank,
+                              t->own, memory_order_relaxed);
+    }
+    int64_t at;
+    int taken = take_panel_of(&ranges[t->rank], 0, &at);
+    while (!taken) {
+        int victim = -1;
+        int64_t most = 0;
+        for (int r = 0; r < t->c->core_num; r++) {
+            const unsigned long long v = atomic_load_explicit(&ranges[r], memory_order_relaxed);
+            const int64_t left = (int64_t)(v & 0xffffffffu) - (int64_t)(v >> 32);
+            if (left > most) {
+                most = left;
+                victim = r;
+            }
+        }
+        if (victim < 0)
+            return 0;
+        taken = take_panel_of(&ranges[victim], 1, &at);
+    }
+    *first = at;
+    *last = at + 1;
+    return 1;
+}
+
+static void turn_pass_end(void *ctx)
+{
+    column_turn *t = ctx;
+    cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, t->since);
+    cm_bar_all(t->c->core_mask, 1); /* every panel of the pass summed */
+    t->since = cg_trace_start();
+}
+
+/* columns_in_turn: the whole sum, this core's turns of it. */
+static void columns_turns(const cg_weights_call *c, const share *s, int rank, float *scratch)
+{
+    const cg_plan *p = &c->plan;
+    int64_t first, last;
+    cg_split_range((p->row_len + cg_gemm_blocking_here()->nr - 1) / cg_gemm_blocking_here()->nr,
+                   rank, c->core_num, &first, &last);
+    column_turn t = {c, rank, -1, panel_range(first, last), cg_trace_start()};
+    atomic_store_explicit(c->column_ranges + rank, t.own, memory_order_relaxed); /* pass 0 */
+    const cg_column_turns turns = {take_panel, turn_pass_end, &t, c->core_num};
+    const cg_dw_block all = whole_dw(p);
+    cg_general_rows(p, c->dy, c->x, &all, 0, p->rows, s->kc, scratch, direct_beta(c),
+                    direct_out(c), &turns);
 }
 
 /* By columns: this core's blocks of dw over every row of the sum, added
@@ -449,7 +562,10 @@ cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err)
     if (cm_scratch_all(c->core_mask, share_bytes(&s), &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     float *scratch = mem;
-    if (s.by_columns) {
+    if (columns_in_turn(c, &s)) {
+        columns_turns(c, &s, rank, scratch);
+        finish_db(c, &s, rank);
+    } else if (s.by_columns) {
         /* cg_conv2d has no workspace: its sums always go straight into dw */
         columns_share(c, &s, scratch,
                       c->workspace ? c->workspace + (size_t)rank * p->dw_elems : NULL);
@@ -516,6 +632,7 @@ static cg_status grad_filter_shared(const void *dy, const void *x, void *out_dw,
     if (id < 0) {                        /* host mode: run the cores ourselves */
         if (c.w.core_num <= cm_cpus()) { /* else a larger chip's equal shares */
             c.w.slices_taken = &c.slices_taken;
+            c.w.column_ranges = c.column_ranges;
             c.w.partials = c.partials;
         }
         s = cm_run_here(core_mask, shared_entry, &c, err);
@@ -539,9 +656,12 @@ CG_API size_t cg_grad_filter_scratch_bytes(const ConvParameter *p, int core_mask
     size_t most = 0;
     int members = GetCoreNum(core_mask);
     for (size_t dtype_size = 2; dtype_size <= 4; dtype_size += 2) {
-        atomic_llong untouched; /* host mode's shares: room for more slices */
+        atomic_llong untouched; /* host mode's shares: room for more slices, any columns */
+        atomic_ullong ranges[2 * CG_CORES_MOST];
+        const int host = members <= cm_cpus();
         cg_weights_call c = {.overwrite = 0,
-                             .slices_taken = members <= cm_cpus() ? &untouched : NULL};
+                             .slices_taken = host ? &untouched : NULL,
+                             .column_ranges = host ? ranges : NULL};
         if (core_mask == 0 || cg_plan_make(p, dtype_size, &c.plan) != CG_OK)
             return 0;
         for (int with_bias = 0; with_bias < 2; with_bias++) {
@@ -618,7 +738,7 @@ static cg_status private_columns(const cg_weights_call *c, cg_error *err)
         for (int64_t co0 = 0; co0 < p->cout_g; co0 += block) {
             const int64_t co1 = min64(p->cout_g, co0 + block), g1 = min64(p->groups, g + together);
             const cg_dw_block b = {g, g1, co0, co1, 0, p->row_len};
-            cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s.kc, scratch, 0.0f, stage);
+            cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s.kc, scratch, 0.0f, stage, NULL);
             finish_into_out(c, (size_t)((g * p->cout_g + co0) * p->row_len), stage,
                             (size_t)((g1 - g) * (co1 - co0) * p->row_len));
         }

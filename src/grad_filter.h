@@ -9,6 +9,9 @@
 #include "plan.h"
 #include "status.h"
 
+/* The most cores a core_mask names (its bits). */
+enum { CG_CORES_MOST = 32 };
+
 typedef struct cg_weights_call {
     cg_plan plan;
     const void *dy, *x, *bias;
@@ -24,12 +27,15 @@ typedef struct cg_weights_call {
     const double **db_sums;
     /* Where the cores share this call alone (host mode) and are no more
      * than the process's CPUs: a count from 0 by which they take the slices
-     * of the sum in turn, and a table of CG_MAX_SLICES pointers they fill,
-     * one to each slice's partial. NULL (SPMD mode, whose cores share
-     * nothing of the caller's, or a larger chip emulated): each core sums
-     * an equal range of the slices. */
+     * of the sum in turn, a table of CG_MAX_SLICES pointers they fill, one
+     * to each slice's partial, and 2 * CG_CORES_MOST words, zero, by which
+     * they share dw's columns pass by pass (grad_filter.c,
+     * columns_in_turn). NULL (SPMD mode, whose cores share nothing of the
+     * caller's, or a larger chip emulated): each core sums an equal range
+     * of the slices or columns. */
     atomic_llong *slices_taken;
     const float **partials;
+    atomic_ullong *column_ranges;
 } cg_weights_call;
 
 /* Logical core `rank`'s share of c on the cores of c->core_mask, all of

@@ -623,9 +623,30 @@ static void together_pass(const cg_plan *plan, const void *dy, const void *x,
     }
 }
 
+int cg_general_rows_take_turns(const cg_plan *plan, const cg_dw_block *blk, int64_t kc)
+{
+    return blk->group_last - blk->group_first == 1 && !grouped_few(plan, blk) &&
+           !outer_rows(plan, blk) && !few_in_place(plan, kc) && !in_place(plan, kc) &&
+           !groups_together(plan, blk, cg_gemm_blocking_here());
+}
+
+/* The next run of blk's micro-panels in this pass, [*j0, *j1): all of them
+ * once (*j1 starts below 0), or what turns gives. */
+static int next_panels(const cg_column_turns *turns, int64_t pass, int64_t panels, int64_t *j0,
+                       int64_t *j1)
+{
+    if (turns)
+        return turns->take(turns->ctx, pass, j0, j1);
+    if (*j1 >= 0)
+        return 0;
+    *j0 = 0;
+    *j1 = panels;
+    return panels > 0;
+}
+
 void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const cg_dw_block *blk,
                      int64_t first, int64_t last, int64_t kc, float *scratch, float beta,
-                     float *dst)
+                     float *dst, const cg_column_turns *turns)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     const cg_kernel_context *k = cg_kernels();
@@ -650,7 +671,8 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
     const int64_t m = blk->co_last - blk->co_first, row_len = plan->row_len;
     const int64_t c0 = blk->col_first, c1 = blk->col_last, seg = segment_width(plan);
     const int64_t groups = blk->group_last - blk->group_first;
-    const int64_t calls = groups * ((c1 - c0 + nr - 1) / nr) * ((m + mr - 1) / mr); /* a pass */
+    const int64_t calls = groups * ((c1 - c0 + nr - 1) / nr) * ((m + mr - 1) / mr) /
+                          (turns ? turns->sharers : 1); /* a pass, this core's */
     const int together = groups_together(plan, blk, bl);
     int64_t s0, s1;
     segments_of(plan, c0, c1, &s0, &s1);
@@ -658,6 +680,7 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
     int64_t *ints = (int64_t *)(b + kc * (together ? groups * nr : nr));
     const int64_t per_table = kc * (1 + s1 - s0);
     const tables tb = {ints, ints + per_table, ints + 2 * per_table, kc};
+    const int64_t panels = (c1 - c0 + nr - 1) / nr;
     for (int64_t r0 = first; r0 < last; r0 += kc) {
         const int64_t kb = min64(kc, last - r0);
         const float step_beta = r0 == first ? beta : 1.0f;
@@ -684,7 +707,8 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
             cg_trace_inner_end(packing);
             /* a tap's columns of group g start at g*cin_g in x's channels */
             const int64_t group_at = by_kernel_rows(plan) ? 0 : g * plan->cin_g;
-            for (int64_t j = c0; j < c1; j += nr) {
+            for (int64_t p0 = 0, p1 = -1; next_panels(turns, (r0 - first) / kc, panels, &p0, &p1);)
+            for (int64_t j = c0 + p0 * nr; j < min64(c1, c0 + p1 * nr); j += nr) {
                 const int64_t w = min64(nr, c1 - j);
                 /* B: columns [j, j + w), a pack_rows call per segment they cross */
                 packing = cg_trace_inner_start();
@@ -706,6 +730,8 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
                 }
             }
         }
+        if (turns)
+            turns->pass_end(turns->ctx);
     }
 }
 

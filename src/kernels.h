@@ -25,16 +25,34 @@ int64_t cg_general_rows_per_pass(const cg_dw_block *blk, int64_t rows);
 /* Scratch cg_general_rows needs with passes of `kc` rows, in floats. */
 int64_t cg_general_scratch_floats(const cg_plan *plan, int64_t kc, const cg_dw_block *blk);
 
+/* Where the cores share a block's columns pass by pass (the weight
+ * gradient cut by columns, host mode): take() gives this core the next run
+ * of micro-panels [*first, *last) of pass `pass` (nr columns each, from
+ * col_first), 0 when none is left; pass_end() follows each pass (a
+ * barrier: a column's next pass may run on another core). */
+typedef struct cg_column_turns {
+    int (*take)(void *ctx, int64_t pass, int64_t *first, int64_t *last);
+    void (*pass_end)(void *ctx);
+    void *ctx;
+    int sharers; /* the cores that share them */
+} cg_column_turns;
+
+/* Whether cg_general_rows takes blk's columns from turns (else it computes
+ * them all): one group, on the packed path (no kernel of its own for the
+ * shape). */
+int cg_general_rows_take_turns(const cg_plan *plan, const cg_dw_block *blk, int64_t kc);
+
 /* For each group g of blk, in turn: dst[co - co_first][k] (ld row_len) =
  * (beta ? dst : 0) + sum over rows of dy[row][g*cout_g + co] *
  * im2col(x)[row][k], co in [co_first, co_last), k in [col_first, col_last)
  * (no other column of dst is touched); the groups' blocks follow each other
  * in dst. Passes of kc rows (cg_general_rows_per_pass(), or fewer where the
  * scratch must be small); `scratch` holds cg_general_scratch_floats(kc,
- * blk) floats. */
+ * blk) floats. With turns (where cg_general_rows_take_turns() holds; NULL:
+ * none), this core computes the columns turns gives it, pass by pass. */
 void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const cg_dw_block *blk,
                      int64_t first, int64_t last, int64_t kc, float *scratch, float beta,
-                     float *dst);
+                     float *dst, const cg_column_turns *turns);
 
 /* Depthwise: dst[c - c_first][tap] = sum over rows of dy[row][c] *
  * x[in(row, tap)][c] for c in [c_first, c_last). `acc` holds taps * (c_last -

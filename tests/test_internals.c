@@ -241,7 +241,9 @@ Test(workspace, nan_garbage_is_never_read)
 
 /* Shapes that `_s` splits by columns on 2..8 cores: 16-column chunks that
  * end mid-tap and mid-group, whole short groups several to a core, fp32 1x1
- * straight from x; each checked against the reference with guard pages. */
+ * straight from x, micro-panels shared pass by pass (host mode, no more
+ * cores than CPUs, fp32 without bias: columns_in_turn); each checked
+ * against the reference with guard pages. */
 Test(split, column_split_matches_the_reference)
 {
     const cgt_shape shapes[] = {
@@ -288,17 +290,28 @@ Test(split, column_split_matches_the_reference)
          .pu = 1,
          .pd = 1},                                                         /* whole groups */
         {.n = 3, .h = 4, .w = 5, .cin = 300, .cout = 7, .kh = 1, .kw = 1}, /* 1x1 */
-        {.n = 1, .h = 3, .w = 3, .cin = 129, .cout = 3, .kh = 3, .kw = 3, .pu = 2, .pl = 1}};
+        {.n = 1, .h = 3, .w = 3, .cin = 129, .cout = 3, .kh = 3, .kw = 3, .pu = 2, .pl = 1},
+        {.n = 1,
+         .h = 4,
+         .w = 4,
+         .cin = 200,
+         .cout = 5,
+         .kh = 3,
+         .kw = 3,
+         .pu = 1,
+         .pd = 1,
+         .pl = 1,
+         .pr = 1}}; /* the packed path's panels, 38 a pass */
     const int masks[] = {0x3, 0x7, 0xF, 0x80000001, 0xFF};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (size_t m = 0; m < sizeof masks / sizeof *masks; m++)
             for (int dtype = 0; dtype < 2; dtype++)
-                for (int mode = 0; mode < 2; mode++) {
+                for (int mode = 0; mode < 4; mode++) {
                     cgt_case c = {.p = cgt_param(&shapes[i]),
                                   .dtype = dtype ? CGT_FP16 : CGT_FP32,
-                                  .mode = mode ? CGT_S_SPMD : CGT_S_HOST,
+                                  .mode = mode & 1 ? CGT_S_SPMD : CGT_S_HOST,
                                   .core_mask = masks[m],
-                                  .with_bias = 1,
+                                  .with_bias = mode < 2,
                                   .prefill = 1,
                                   .calls = 2,
                                   .seed = cgt_base_seed() + i};
