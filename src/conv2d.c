@@ -1197,6 +1197,8 @@ static int64_t data_b_group(const cg_plan *p, const data_tables *dt, int parts)
  * packed driver: for each group and phase, its weights' rows (tap, output
  * channel) in the phase's order, packed straight from w by the pack_rows
  * kernel through a table of where each row starts. */
+enum { PACK_ROWS_TOGETHER = 8 };
+
 static void pack_data_weights(const job *jb, const data_tables *dt, int rank, int parts, float *dst)
 {
     const cg_plan *p = &jb->plan;
@@ -1204,7 +1206,6 @@ static void pack_data_weights(const job *jb, const data_tables *dt, int rank, in
     const int64_t np = (int64_t)cg_rows_b_floats(bl, 1, p->cin_g, parts),
                   b_group = data_b_group(p, dt, parts);
     int64_t at[CG_KC_MOST], lo[CG_KC_MOST], hi[CG_KC_MOST], block = 0;
-    const cg_pack_rows rows = {at, lo, hi};
     for (int64_t g = 0; g < p->groups; g++)
         for (int64_t a = 0; a < dt->h.count; a++)
             for (int64_t b = 0; b < dt->w.count; b++) {
@@ -1223,13 +1224,20 @@ static void pack_data_weights(const job *jb, const data_tables *dt, int rank, in
                         hi[t] = p->cin_g;
                     }
                     const cg_panel_layout to = {bl->nr, bl->nr, kb * bl->nr};
-                    for (int64_t q = 0; q * bl->nr < np; q++) { /* cg_rows_panel's columns */
-                        int64_t first, width;
-                        cg_rows_panel(bl, p->cin_g, parts, q, &first, &width);
-                        float *panel = d + pc * np + q * bl->nr * kb;
-                        cg_kernels()->pack_rows(panel, &to, kb, width, jb->in1, &rows, first);
-                        cg_kernels()->pack_rows(panel + width, &to, kb, bl->nr - width, NULL, NULL,
-                                                0);
+                    /* a few rows at a time across the panels, so that each
+                     * row of w (its taps' rows cin_g floats apart) is read
+                     * while its lines are in L1 */
+                    for (int64_t t0 = 0; t0 < kb; t0 += PACK_ROWS_TOGETHER) {
+                        const int64_t tb = min64(PACK_ROWS_TOGETHER, kb - t0);
+                        const cg_pack_rows some = {at + t0, lo + t0, hi + t0};
+                        for (int64_t q = 0; q * bl->nr < np; q++) { /* cg_rows_panel's columns */
+                            int64_t first, width;
+                            cg_rows_panel(bl, p->cin_g, parts, q, &first, &width);
+                            float *panel = d + pc * np + q * bl->nr * kb + t0 * bl->nr;
+                            cg_kernels()->pack_rows(panel, &to, tb, width, jb->in1, &some, first);
+                            cg_kernels()->pack_rows(panel + width, &to, tb, bl->nr - width, NULL,
+                                                    NULL, 0);
+                        }
                     }
                 }
             }
