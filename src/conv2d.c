@@ -797,6 +797,12 @@ static void rows_product(const job *jb, const float *src, const int64_t *tab, in
     }
 }
 
+/* Whether cg_gemm_rows reads A, pieces of `piece` floats, in place. */
+static int reads_a_in_place(int64_t piece)
+{
+    return cg_gemm_blocking_here()->indirect && piece >= CG_INDIRECT_MIN_PIECE;
+}
+
 /* Whether the forward packs w's B (b_floats packed, every group's) a
  * micro-panel at a time as each core's kernels reach it (cg_rows_b), rather
  * than all of it before them: where it is larger than L2 (the packed copy
@@ -807,8 +813,8 @@ static void rows_product(const job *jb, const float *src, const int64_t *tab, in
 static int packs_b_as_it_goes(int64_t b_floats, int64_t rows, int64_t piece)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    return b_floats * (int64_t)sizeof(float) > cg_kernels()->l2_bytes && bl->indirect &&
-           piece >= CG_INDIRECT_MIN_PIECE && rows <= cg_rows_tile_most(bl, 0);
+    return b_floats * (int64_t)sizeof(float) > cg_kernels()->l2_bytes && reads_a_in_place(piece) &&
+           rows <= cg_rows_tile_most(bl, 0);
 }
 
 /* The calling core's share of the kc blocks of B (the blocks dealt out in
@@ -878,28 +884,54 @@ static panels panels_share(const job *jb, int rank, int64_t n)
  * equal range, as it would there. */
 typedef struct tile_queue {
     job *jb;
-    int64_t tiles, next, end;
+    int64_t items, next, end; /* items: tiles, or (tile, micro-panel) pairs */
     int shared;
+    int64_t per_tile; /* a tile's micro-panels where they are items, else 0 */
 } tile_queue;
 
-static tile_queue tile_queue_of(job *jb, int rank, int64_t rows, int64_t tile_rows, int all)
+/* Where the cores split the columns (`all`) and A is read in place, a
+ * tile's `per_tile` micro-panels are items taken in turn, one at a time (0:
+ * each core its own share of every tile): A is then read once a panel
+ * instead of once a pc block, from L2, and the panels of a few-pixel layer
+ * (r50_3x3_7: one or two tiles) balance as its tiles cannot. */
+static tile_queue tile_queue_of(job *jb, int rank, int64_t rows, int64_t tile_rows, int all,
+                                int64_t per_tile)
 {
-    tile_queue q = {jb, (rows + tile_rows - 1) / tile_rows, 0, 0, 0};
-    if (all)
-        q.end = q.tiles;
-    else if (jb->members <= cm_cpus())
+    const int64_t tiles = (rows + tile_rows - 1) / tile_rows;
+    const int turns = jb->members <= cm_cpus();
+    tile_queue q = {jb, tiles, 0, 0, 0, 0};
+    if (all && turns && per_tile > 0) {
+        q.items = tiles * per_tile;
+        q.per_tile = per_tile;
         q.shared = 1;
-    else
-        cg_split_range(q.tiles, rank, jb->members, &q.next, &q.end);
+    } else if (all) {
+        q.end = tiles;
+    } else if (turns) {
+        q.shared = 1;
+    } else {
+        cg_split_range(tiles, rank, jb->members, &q.next, &q.end);
+    }
     return q;
 }
 
-/* The next tile's number, tiles or more when none is left. */
+/* The next item's number, items or more when none is left. */
 static int64_t take_tile(tile_queue *q)
 {
     if (q->shared)
         return (int64_t)atomic_fetch_add_explicit(&q->jb->tiles_taken, 1, memory_order_relaxed);
-    return q->next < q->end ? q->next++ : q->tiles;
+    return q->next < q->end ? q->next++ : q->items;
+}
+
+/* Item i's tile, and its micro-panels: one, or the core's share `cols`. */
+static int64_t item_tile(const tile_queue *q, int64_t i)
+{
+    return q->per_tile ? i / q->per_tile : i;
+}
+
+static panels item_panels(const tile_queue *q, int64_t i, panels cols)
+{
+    const int64_t q_at = q->per_tile ? i % q->per_tile : 0;
+    return q->per_tile ? (panels){q_at, q_at + 1, cols.parts} : cols;
 }
 
 /* A few channels a tap, many a kernel row (the stem's 3 and 21): the
@@ -1005,9 +1037,14 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     int64_t *tab = ints + p->kernel_h + p->kernel_w;
     const geometry gx = geometry_of(0, p->cin, p->in_h, p->in_w);
     const int64_t plane = p->out_h * p->out_w;
-    tile_queue queue = tile_queue_of(jb, rank, p->rows, tile_rows, by_channels);
-    for (int64_t t = take_tile(&queue); t < queue.tiles;) {
-        const int64_t row = t * tile_rows, next = take_tile(&queue);
+    const int64_t piece = padded ? seg_len : p->cin_g;
+    tile_queue queue =
+        tile_queue_of(jb, rank, p->rows, tile_rows, by_channels,
+                      reads_a_in_place(piece) ? cg_rows_panels(bl, p->cout_g, cols.parts) : 0);
+    for (int64_t t = take_tile(&queue); t < queue.items;) {
+        const int64_t row = item_tile(&queue, t) * tile_rows, next = take_tile(&queue);
+        const int64_t next_row = item_tile(&queue, next) * tile_rows;
+        const panels mine = item_panels(&queue, t, cols);
         const tile tl = {row / plane, p->out_h, p->out_w, row % plane,
                          min64(tile_rows, p->rows - row)};
         float *y = jb->out + row * p->cout;
@@ -1016,13 +1053,15 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
             padded_tables(jb, &tl, pad, tab);
             cg_trace_inner_end(packing);
             rows_product(jb, pad, tab, segments, tl.count, seg_len, seg_len, p->cin_g, k, p->cout_g,
-                         cols, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
+                         mine, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
                          (span){NULL, 0});
         } else {
             row_tables(&gx, &tl, ah, aw, runs, tab);
             rows_product(jb, jb->in0, tab, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
-                         p->cout_g, cols, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
-                         next_input_lines(p, jb->in0, next * tile_rows, tile_rows, p->rows));
+                         p->cout_g, mine, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
+                         next_row == row ? (span){NULL, 0}
+                                         : next_input_lines(p, jb->in0, next_row, tile_rows,
+                                                            p->rows));
         }
         t = next;
     }
@@ -1430,11 +1469,17 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
         on_rows ? (data_space){NULL, mem + a_floats, mem, ints + ints_h + ints_w, cols}
                 : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL, cols};
     if (on_rows) { /* tiles of the pixel order shared out as they come */
-        tile_queue queue = tile_queue_of(jb, rank, pixels, tile_rows, by_channels);
-        for (int64_t t = take_tile(&queue); t < queue.tiles;) {
-            const int64_t q = t * tile_rows, next = take_tile(&queue);
-            data_pixels(jb, &dt, q, min64(pixels, q + tile_rows), min64(pixels, next * tile_rows),
-                        tile_rows, &sp);
+        tile_queue queue = tile_queue_of(
+            jb, rank, pixels, tile_rows, by_channels,
+            reads_a_in_place(p->cout_g) ? cg_rows_panels(cg_gemm_blocking_here(), p->cin_g, cols.parts)
+                                        : 0);
+        for (int64_t t = take_tile(&queue); t < queue.items;) {
+            const int64_t q = item_tile(&queue, t) * tile_rows, next = take_tile(&queue);
+            const int64_t then = item_tile(&queue, next) * tile_rows;
+            data_space mine = sp;
+            mine.cols = item_panels(&queue, t, cols);
+            data_pixels(jb, &dt, q, min64(pixels, q + tile_rows),
+                        then == q ? pixels : min64(pixels, then), tile_rows, &mine);
             t = next;
         }
     } else {
