@@ -251,10 +251,12 @@ static int64_t turn_held(int64_t slices, int members)
 }
 
 /* By columns, where the caller set column_ranges (host mode, no more
- * cores than CPUs), the sums go straight into out_dw and the packed path
- * takes them (cg_general_rows_take_turns): the cores share the
- * micro-panels pass by pass, a barrier after each (a column's next pass may
- * run on another core: out_dw holds its sum so far). Each core starts on
+ * cores than CPUs) and the packed path takes them
+ * (cg_general_rows_take_turns): the cores share the micro-panels pass by
+ * pass, a barrier after each (a column's next pass may run on another core:
+ * out_dw, or the staging in the workspace's first slot, holds its sum so
+ * far; staged sums are finished into out_dw after the last pass, each core
+ * a range of them). Each core starts on
  * its own equal range from the front; once it is done it takes from the
  * back of the range with most left. So a core whose CPU runs slower (the
  * host lending it less, a smaller core) leaves panels to the others, where
@@ -267,8 +269,8 @@ static int64_t turn_held(int64_t slices, int members)
 static int columns_in_turn(const cg_weights_call *c, const share *s)
 {
     const cg_dw_block all = whole_dw(&c->plan);
-    return s->by_columns && c->column_ranges && c->core_num > 1 && direct_out(c) &&
-           cg_general_rows_take_turns(&c->plan, &all, s->kc);
+    return s->by_columns && c->column_ranges && c->core_num > 1 &&
+           (direct_out(c) || c->workspace) && cg_general_rows_take_turns(&c->plan, &all, s->kc);
 }
 
 static share plan_share(const cg_weights_call *c, int rank, int members)
@@ -476,8 +478,16 @@ static void columns_turns(const cg_weights_call *c, const share *s, int rank, fl
     atomic_store_explicit(c->column_ranges + rank, t.own, memory_order_relaxed); /* pass 0 */
     const cg_column_turns turns = {take_panel, turn_pass_end, &t, c->core_num};
     const cg_dw_block all = whole_dw(p);
-    cg_general_rows(p, c->dy, c->x, &all, 0, p->rows, s->kc, scratch, direct_beta(c),
-                    direct_out(c), &turns);
+    float *direct = direct_out(c);
+    cg_general_rows(p, c->dy, c->x, &all, 0, p->rows, s->kc, scratch,
+                    direct ? direct_beta(c) : 0.0f, direct ? direct : c->workspace, &turns);
+    if (direct)
+        return;
+    size_t begin, end; /* after the last pass's barrier: every sum staged */
+    cg_reduce_slice(p->dw_elems, REDUCE_UNIT, rank, c->core_num, &begin, &end);
+    const cg_trace_mark since = cg_trace_start();
+    finish_into_out(c, begin, c->workspace + begin, end - begin);
+    cg_trace_region(CG_PHASE_FINISH, CG_PHASE_FINISH, since);
 }
 
 /* By columns: this core's blocks of dw over every row of the sum, added
@@ -658,8 +668,11 @@ CG_API size_t cg_grad_filter_scratch_bytes(const ConvParameter *p, int core_mask
     for (size_t dtype_size = 2; dtype_size <= 4; dtype_size += 2) {
         atomic_llong untouched; /* host mode's shares: room for more slices, any columns */
         atomic_ullong ranges[2 * CG_CORES_MOST];
+        float staging; /* `_s` always has a workspace: only whether there is one matters */
         const int host = members <= cm_cpus();
         cg_weights_call c = {.overwrite = 0,
+                             .core_num = members,
+                             .workspace = &staging,
                              .slices_taken = host ? &untouched : NULL,
                              .column_ranges = host ? ranges : NULL};
         if (core_mask == 0 || cg_plan_make(p, dtype_size, &c.plan) != CG_OK)
