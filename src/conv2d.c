@@ -891,8 +891,9 @@ typedef struct tile_queue {
 
 /* Where the cores split the columns (`all`) and A is read in place, a
  * tile's `per_tile` micro-panels are items taken in turn, one at a time (0:
- * each core its own share of every tile): A is then read once a panel
- * instead of once a pc block, from L2, and the panels of a few-pixel layer
+ * each core its own share of every tile): an item runs its panel's whole
+ * sum, and with A read in place there is no packing to repeat, a call a
+ * panel costs only A's row pointers; so the panels of a few-pixel layer
  * (r50_3x3_7: one or two tiles) balance as its tiles cannot. */
 static tile_queue tile_queue_of(job *jb, int rank, int64_t rows, int64_t tile_rows, int all,
                                 int64_t per_tile)
@@ -1059,9 +1060,9 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
             row_tables(&gx, &tl, ah, aw, runs, tab);
             rows_product(jb, jb->in0, tab, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
                          p->cout_g, mine, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
-                         next_row == row ? (span){NULL, 0}
-                                         : next_input_lines(p, jb->in0, next_row, tile_rows,
-                                                            p->rows));
+                         next_row == row
+                             ? (span){NULL, 0}
+                             : next_input_lines(p, jb->in0, next_row, tile_rows, p->rows));
         }
         t = next;
     }
@@ -1263,9 +1264,11 @@ static void pack_data_weights(const job *jb, const data_tables *dt, int rank, in
                         hi[t] = p->cin_g;
                     }
                     const cg_panel_layout to = {bl->nr, bl->nr, kb * bl->nr};
-                    /* a few rows at a time across the panels, so that each
-                     * row of w (its taps' rows cin_g floats apart) is read
-                     * while its lines are in L1 */
+                    /* a few rows at a time across all the panels: each row
+                     * (cin_g floats of w) is read whole while its lines are
+                     * in L1, where a panel at a time over kb rows (taps *
+                     * cin_g floats apart) came back to every row once a
+                     * panel */
                     for (int64_t t0 = 0; t0 < kb; t0 += PACK_ROWS_TOGETHER) {
                         const int64_t tb = min64(PACK_ROWS_TOGETHER, kb - t0);
                         const cg_pack_rows some = {at + t0, lo + t0, hi + t0};
@@ -1469,10 +1472,11 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
         on_rows ? (data_space){NULL, mem + a_floats, mem, ints + ints_h + ints_w, cols}
                 : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL, cols};
     if (on_rows) { /* tiles of the pixel order shared out as they come */
-        tile_queue queue = tile_queue_of(
-            jb, rank, pixels, tile_rows, by_channels,
-            reads_a_in_place(p->cout_g) ? cg_rows_panels(cg_gemm_blocking_here(), p->cin_g, cols.parts)
-                                        : 0);
+        tile_queue queue =
+            tile_queue_of(jb, rank, pixels, tile_rows, by_channels,
+                          reads_a_in_place(p->cout_g)
+                              ? cg_rows_panels(cg_gemm_blocking_here(), p->cin_g, cols.parts)
+                              : 0);
         for (int64_t t = take_tile(&queue); t < queue.items;) {
             const int64_t q = item_tile(&queue, t) * tile_rows, next = take_tile(&queue);
             const int64_t then = item_tile(&queue, next) * tile_rows;
@@ -2383,8 +2387,7 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
                               .db_sums = run->bias_sums,
                               .slices_taken = jb.members <= cm_cpus() ? &run->slices_taken : NULL,
                               .partials = run->partial,
-                              .column_ranges =
-                                  jb.members <= cm_cpus() ? run->column_ranges : NULL};
+                              .column_ranges = jb.members <= cm_cpus() ? run->column_ranges : NULL};
     s = cm_run_here(core_mask, core_entry, &jb, err);
     return s != CG_OK ? s : jb.status;
 }

@@ -708,27 +708,27 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
             /* a tap's columns of group g start at g*cin_g in x's channels */
             const int64_t group_at = by_kernel_rows(plan) ? 0 : g * plan->cin_g;
             for (int64_t p0 = 0, p1 = -1; next_panels(turns, (r0 - first) / kc, panels, &p0, &p1);)
-            for (int64_t j = c0 + p0 * nr; j < min64(c1, c0 + p1 * nr); j += nr) {
-                const int64_t w = min64(nr, c1 - j);
-                /* B: columns [j, j + w), a pack_rows call per segment they cross */
-                packing = cg_trace_inner_start();
-                for (int64_t sg = j / seg; sg * seg < j + w; sg++) {
-                    const int64_t lo = sg * seg > j ? sg * seg : j,
-                                  hi = min64(j + w, (sg + 1) * seg);
-                    const cg_pack_rows rows = rows_of(&tb, 1 + sg - s0);
-                    const int64_t at = group_at + lo - sg * seg;
-                    pack_tensor(plan, b + (lo - j), &b_panel, kb, hi - lo, x, &rows, at);
+                for (int64_t j = c0 + p0 * nr; j < min64(c1, c0 + p1 * nr); j += nr) {
+                    const int64_t w = min64(nr, c1 - j);
+                    /* B: columns [j, j + w), a pack_rows call per segment they cross */
+                    packing = cg_trace_inner_start();
+                    for (int64_t sg = j / seg; sg * seg < j + w; sg++) {
+                        const int64_t lo = sg * seg > j ? sg * seg : j,
+                                      hi = min64(j + w, (sg + 1) * seg);
+                        const cg_pack_rows rows = rows_of(&tb, 1 + sg - s0);
+                        const int64_t at = group_at + lo - sg * seg;
+                        pack_tensor(plan, b + (lo - j), &b_panel, kb, hi - lo, x, &rows, at);
+                    }
+                    if (w < nr)
+                        k->pack_rows(b + w, &b_panel, kb, nr - w, NULL, NULL, 0);
+                    cg_trace_inner_end(packing);
+                    for (int64_t i = 0; i < m; i += mr) {
+                        const char *from, *to;
+                        prefetch_share(&next, &from, &to);
+                        bl->kernel((int)min64(mr, m - i), (int)w, (int)kb, a + i * kb, b, step_beta,
+                                   NULL, dst_g + i * row_len + j, (int)row_len, from, to);
+                    }
                 }
-                if (w < nr)
-                    k->pack_rows(b + w, &b_panel, kb, nr - w, NULL, NULL, 0);
-                cg_trace_inner_end(packing);
-                for (int64_t i = 0; i < m; i += mr) {
-                    const char *from, *to;
-                    prefetch_share(&next, &from, &to);
-                    bl->kernel((int)min64(mr, m - i), (int)w, (int)kb, a + i * kb, b, step_beta,
-                               NULL, dst_g + i * row_len + j, (int)row_len, from, to);
-                }
-            }
         }
         if (turns)
             turns->pass_end(turns->ctx);
