@@ -931,8 +931,9 @@ static int64_t item_tile(const tile_queue *q, int64_t i)
 
 static panels item_panels(const tile_queue *q, int64_t i, panels cols)
 {
-    const int64_t q_at = q->per_tile ? i % q->per_tile : 0;
-    return q->per_tile ? (panels){q_at, q_at + 1, cols.parts} : cols;
+    if (!q->per_tile)
+        return cols;
+    return (panels){i % q->per_tile, i % q->per_tile + 1, cols.parts};
 }
 
 /* A few channels a tap, many a kernel row (the stem's 3 and 21): the

@@ -471,9 +471,9 @@ static void turn_pass_end(void *ctx)
 static void columns_turns(const cg_weights_call *c, const share *s, int rank, float *scratch)
 {
     const cg_plan *p = &c->plan;
+    const int64_t nr = cg_gemm_blocking_here()->nr;
     int64_t first, last;
-    cg_split_range((p->row_len + cg_gemm_blocking_here()->nr - 1) / cg_gemm_blocking_here()->nr,
-                   rank, c->core_num, &first, &last);
+    cg_split_range((p->row_len + nr - 1) / nr, rank, c->core_num, &first, &last);
     column_turn t = {c, rank, -1, panel_range(first, last), cg_trace_start()};
     atomic_store_explicit(c->column_ranges + rank, t.own, memory_order_relaxed); /* pass 0 */
     const cg_column_turns turns = {take_panel, turn_pass_end, &t, c->core_num};
