@@ -51,7 +51,7 @@ cd "$CG_ROOT" || exit 1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
-# ctest runs two tests at once on 2 CPUs: most tests spend much of their time
+# ctest runs as many tests at once as there are CPUs: most tests spend much of their time
 # on one thread (the double reference, the checks), and the sanitizer trees'
 # suites took a quarter to a third less time so (asan 214 -> 136 s).
 export CTEST_PARALLEL_LEVEL=${CTEST_PARALLEL_LEVEL:-$(nproc)}

@@ -273,6 +273,13 @@ static int columns_in_turn(const cg_weights_call *c, const share *s)
            (direct_out(c) || c->workspace) && cg_general_rows_take_turns(&c->plan, &all, s->kc);
 }
 
+/* Whether the depthwise kernel sums db (fp32: the bias gradient) while it
+ * reads dy. */
+static int db_in_kernel(const cg_weights_call *c)
+{
+    return c->out_db && c->plan.path == CG_PATH_DEPTHWISE;
+}
+
 static share plan_share(const cg_weights_call *c, int rank, int members)
 {
     const cg_plan *p = &c->plan;
@@ -296,7 +303,7 @@ static share plan_share(const cg_weights_call *c, int rank, int members)
         s.held = slices_in_turn(c, &s) ? turn_held(s.slices, members) : s.last - s.first;
         s.part_floats = whole_into_out(c, &s) ? 0 : s.held * (int64_t)p->dw_elems;
     }
-    if (c->out_db && s.slices > 1) {
+    if (c->out_db && (s.slices > 1 || db_in_kernel(c))) {
         const int64_t summed = s.in_team ? rank == s.holder : s.held;
         s.db_doubles = summed * cg_bias_slice_doubles(p);
     }
@@ -317,16 +324,26 @@ static size_t share_bytes(const share *s)
     return (size_t)db_sums_at(s) * sizeof(float) + (size_t)s->db_doubles * sizeof(double);
 }
 
-/* db's sums of slice i (rows [r0, r1)), from dy while its rows are still in
- * cache, into the core's `k`th slot; where the sum is one slice, db is
- * summed by channels after it instead (finish_db). */
+/* The core's `k`th slot of db sums (a slice's). */
+static double *db_slot(const cg_weights_call *c, const share *s, int64_t k, float *scratch)
+{
+    return (double *)(scratch + db_sums_at(s)) + k * cg_bias_slice_doubles(&c->plan);
+}
+
+/* db's sums of slice i (rows [r0, r1)) in the core's `k`th slot: the
+ * depthwise kernel's, summed as it read dy (an extra pass over dy cost
+ * mbv1_dw_112's weight and bias gradient half as much again as the weight
+ * gradient alone), or summed here from dy while its rows are still in
+ * cache; where the sum is one slice and no kernel summed it, db is summed
+ * by channels after it instead (finish_db). */
 static void slice_db(const cg_weights_call *c, const share *s, int64_t i, int64_t k, int64_t r0,
                      int64_t r1, float *scratch)
 {
-    if (!c->out_db || s->slices == 1)
+    if (!c->out_db || (s->slices == 1 && !db_in_kernel(c)))
         return;
-    double *sums = (double *)(scratch + db_sums_at(s)) + k * cg_bias_slice_doubles(&c->plan);
-    cg_bias_slice(&c->plan, c->dy, r0, r1, sums);
+    double *sums = db_slot(c, s, k, scratch);
+    if (!db_in_kernel(c))
+        cg_bias_slice(&c->plan, c->dy, r0, r1, sums);
     c->db_sums[i] = sums;
 }
 
@@ -336,7 +353,11 @@ static void finish_db(const cg_weights_call *c, const share *s, int rank)
     if (!c->out_db)
         return;
     const cg_trace_mark since = cg_trace_start();
-    if (s->slices == 1)
+    if (s->slices == 1 && db_in_kernel(c)) {
+        if (s->first < s->last) /* the slice's core: its kernel's sums of every row */
+            for (int64_t ch = 0; ch < c->plan.cout; ch++)
+                c->out_db[ch] = (float)c->db_sums[0][ch];
+    } else if (s->slices == 1)
         cg_bias_channels(&c->plan, c->dy, rank, c->core_num, c->out_db);
     else
         cg_bias_reduce(&c->plan, c->db_sums, s->slices, rank, c->core_num, c->out_db);
@@ -354,9 +375,10 @@ static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, int64
     cg_split_range(p->rows, (int)i, (int)s->slices, &r0, &r1);
     if (p->path == CG_PATH_DEPTHWISE) {
         const int64_t block = depthwise_block(p);
+        double *db_sums = db_in_kernel(c) ? db_slot(c, s, k, scratch) : NULL;
         for (int64_t c0 = 0; c0 < p->cout; c0 += block)
             cg_depthwise_rows(p, c->dy, c->x, c0, min64(p->cout, c0 + block), r0, r1, scratch,
-                              dst + c0 * p->taps);
+                              dst + c0 * p->taps, db_sums ? db_sums + c0 : NULL);
     } else {
         const cg_dw_block all = whole_dw(p);
         cg_general_rows(p, c->dy, c->x, &all, r0, r1, s->kc, scratch, beta, dst, NULL);

@@ -623,10 +623,24 @@ static void together_pass(const cg_plan *plan, const void *dy, const void *x,
     }
 }
 
+/* The way cg_general_rows sums blk's rows: one place decides it for the call
+ * and for cg_general_rows_take_turns. */
+typedef enum { ROWS_GROUPED_FEW, ROWS_OUTER, ROWS_FEW_IN_PLACE, ROWS_IN_PLACE, ROWS_PACKED } rows_path;
+
+static rows_path rows_path_of(const cg_plan *plan, const cg_dw_block *blk, int64_t kc)
+{
+    if (grouped_few(plan, blk))
+        return ROWS_GROUPED_FEW;
+    if (outer_rows(plan, blk))
+        return ROWS_OUTER;
+    if (few_in_place(plan, kc))
+        return ROWS_FEW_IN_PLACE;
+    return in_place(plan, kc) ? ROWS_IN_PLACE : ROWS_PACKED;
+}
+
 int cg_general_rows_take_turns(const cg_plan *plan, const cg_dw_block *blk, int64_t kc)
 {
-    return blk->group_last - blk->group_first == 1 && !grouped_few(plan, blk) &&
-           !outer_rows(plan, blk) && !few_in_place(plan, kc) && !in_place(plan, kc) &&
+    return blk->group_last - blk->group_first == 1 && rows_path_of(plan, blk, kc) == ROWS_PACKED &&
            !groups_together(plan, blk, cg_gemm_blocking_here());
 }
 
@@ -650,22 +664,22 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     const cg_kernel_context *k = cg_kernels();
-    if (grouped_few(plan, blk)) {
+    switch (rows_path_of(plan, blk, kc)) {
+    case ROWS_GROUPED_FEW:
         k->grouped_rows(plan, dy, x, blk->group_first * plan->cin_g, blk->group_last * plan->cin_g,
                         first, last, beta, dst);
         return;
-    }
-    if (outer_rows(plan, blk)) {
+    case ROWS_OUTER:
         k->outer_rows(plan, dy, x, blk->group_first, blk->group_last, first, last, beta, dst);
         return;
-    }
-    if (few_in_place(plan, kc)) {
+    case ROWS_FEW_IN_PLACE:
         few_rows(plan, dy, x, blk, first, last, kc, scratch, beta, dst);
         return;
-    }
-    if (in_place(plan, kc)) {
+    case ROWS_IN_PLACE:
         runs_rows(plan, dy, x, blk, first, last, kc, scratch, beta, dst);
         return;
+    case ROWS_PACKED:
+        break;
     }
     const int64_t mr = bl->mr, nr = bl->nr;
     const int64_t m = blk->co_last - blk->co_first, row_len = plan->row_len;
@@ -736,11 +750,12 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
 }
 
 void cg_depthwise_rows(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                       int64_t c_last, int64_t first, int64_t last, float *acc, float *dst)
+                       int64_t c_last, int64_t first, int64_t last, float *acc, float *dst,
+                       double *db_sums)
 {
     const cg_kernel_context *k = cg_kernels();
     cg_dwconv_rows_fn *rows = plan->kernel_h == 3 && plan->kernel_w == 3 && k->dwconv3x3_rows
                                   ? k->dwconv3x3_rows
                                   : k->dwconv_rows;
-    rows(plan, dy, x, c_first, c_last, first, last, acc, dst);
+    rows(plan, dy, x, c_first, c_last, first, last, acc, dst, db_sums);
 }

@@ -492,8 +492,22 @@ static void check_dwconv_shape(cg_dwconv_rows_fn *fn, const char *name, const cg
     double *want = malloc(sizeof(double) * (size_t)out_n),
            *abs_sum = malloc(sizeof(double) * (size_t)out_n);
     got[out_n] = CANARY;
-    fn(&plan, dy, x, c_first, c_last, first, last, acc, got);
+    /* fp32: the bias gradient's sums too, which must have the bits of one
+     * chain of double adds a channel in row order */
+    const int64_t channels = c_last - c_first;
+    double *db_sums = dtype_size == 4 ? malloc(sizeof(double) * (size_t)(channels + 1)) : NULL;
+    if (db_sums)
+        db_sums[channels] = (double)CANARY;
+    fn(&plan, dy, x, c_first, c_last, first, last, acc, got, db_sums);
     dwconv_rows_oracle(&plan, dy, x, c_first, c_last, first, last, want, abs_sum);
+    for (int64_t c = 0; db_sums && c <= channels; c++) {
+        double chain = c < channels ? 0.0 : (double)CANARY; /* past the channels: untouched */
+        for (int64_t row = first; c < channels && row < last; row++)
+            chain += ((const float *)dy)[row * plan.cout + c_first + c];
+        cr_assert(memcmp(&db_sums[c], &chain, sizeof chain) == 0,
+                  "%s: C %d fp32 channels [%lld, %lld): db sum %lld %.17g, want %.17g", name,
+                  s->cin, (long long)c_first, (long long)c_last, (long long)c, db_sums[c], chain);
+    }
     for (int64_t i = 0; i < out_n; i++)
         cr_assert(fabs(got[i] - want[i]) <= 1e-6 * (double)(last - first + 2) * abs_sum[i] + 1e-30,
                   "%s: C %d stride %d,%d %dx%d pad %d/%d fp%zu channels [%lld, %lld): dw[%lld] "
@@ -507,6 +521,7 @@ static void check_dwconv_shape(cg_dwconv_rows_fn *fn, const char *name, const cg
     free(got);
     free(want);
     free(abs_sum);
+    free(db_sums);
 }
 
 /* 3x3 shapes (and, for kernels of every size, others) around the channel

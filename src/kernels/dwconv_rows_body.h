@@ -20,12 +20,14 @@ CG_INLINE_BODY void cg_multiply_add(float *restrict acc, const float *restrict d
 /* cg_dwconv_rows_fn's contract (kernels/list.h), for every kernel size. */
 CG_INLINE_BODY void cg_dwconv_rows_body(const cg_plan *plan, const void *dy, const void *x,
                                         int64_t c_first, int64_t c_last, int64_t first,
-                                        int64_t last, float *acc, float *dst)
+                                        int64_t last, float *acc, float *dst, double *db_sums)
 {
     const int64_t channels = c_last - c_first, taps = plan->taps;
     const int fp32 = plan->dtype_size == sizeof(float);
     float dy_floats[CG_DEPTHWISE_MAX_BLOCK], x_floats[CG_DEPTHWISE_MAX_BLOCK];
     memset(acc, 0, (size_t)(taps * channels) * sizeof(float));
+    if (db_sums)
+        memset(db_sums, 0, (size_t)channels * sizeof(double));
     cg_pixel px = cg_pixel_of_row(plan, first);
     for (int64_t row = first; row < last; row++, cg_next_pixel(plan, &px)) {
         const float *dy_row = dy_floats;
@@ -33,6 +35,9 @@ CG_INLINE_BODY void cg_dwconv_rows_body(const cg_plan *plan, const void *dy, con
             dy_row = (const float *)dy + row * plan->cout + c_first;
         else
             cg_load_floats(dy_floats, dy, row * plan->cout + c_first, channels, 2);
+        if (db_sums)
+            for (int64_t c = 0; c < channels; c++)
+                db_sums[c] += dy_row[c];
         for (int64_t kh = 0; kh < plan->kernel_h; kh++)
             for (int64_t kw = 0; kw < plan->kernel_w; kw++) {
                 int64_t at = cg_x_index(plan, &px, kh, kw, c_first);

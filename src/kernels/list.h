@@ -106,10 +106,15 @@ typedef void cg_pack_transposed_fn(float *dst, int64_t mr, int64_t m, int64_t n,
 /* Depthwise weight gradient over rows [first, last) of the sum, channels
  * [c_first, c_last): dst[c - c_first][tap] = sum of dy[row][c] *
  * x[in(row, tap)][c]; fp32 or fp16 tensors as plan->dtype_size says. `acc`
- * holds taps * (c_last - c_first) floats. dwconv_rows kernels serve every
- * kernel size, dwconv3x3_rows kernels 3x3 only. */
+ * holds taps * (c_last - c_first) floats. With db_sums (fp32 only; NULL:
+ * none), also the bias gradient's sums while dy is in cache:
+ * db_sums[c - c_first] = the sum of dy[row][c] over the rows, from zero in
+ * row order (one chain of double adds: cg_sum_rows_fn's bits).
+ * dwconv_rows kernels serve every kernel size, dwconv3x3_rows kernels 3x3
+ * only. */
 typedef void cg_dwconv_rows_fn(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                               int64_t c_last, int64_t first, int64_t last, float *acc, float *dst);
+                               int64_t c_last, int64_t first, int64_t last, float *acc, float *dst,
+                               double *db_sums);
 typedef cg_dwconv_rows_fn cg_dwconv3x3_rows_fn;
 
 /* Grouped weight gradient, G = cin_g = cout_g channels a group (G <=

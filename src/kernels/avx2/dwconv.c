@@ -325,9 +325,9 @@ cg_f32_grouped_pixel_avx2(float *restrict out, int64_t ld, const float *restrict
  * (kernels/dwconv_rows_body.h), vectorised by the compiler for AVX2 + FMA. */
 __attribute__((target("avx2,fma"))) void
 cg_f32_dwconv_rows_avx2(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                        int64_t c_last, int64_t first, int64_t last, float *acc, float *dst)
+                        int64_t c_last, int64_t first, int64_t last, float *acc, float *dst, double *db_sums)
 {
-    cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, dst);
+    cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, dst, db_sums);
 }
 
 /* ---- grouped, a few channels a group (kernels/grouped_rows_body.h) ---- */
@@ -536,10 +536,11 @@ static int64_t pixel_tile(const cg_plan *p)
  * every block of 8 channels passes over it; or, when `asks`, tiles sized
  * for L2 (cg_prefetch_tile) whose next one comes in meanwhile (measured
  * 1.33x on mbv1_dw_28_s2, 1.20x on mbv1_dw_56, 1.13x on mbv1_dw_112 against
- * the L1 tiles without asking). */
+ * the L1 tiles without asking); then, with db_sums, the tile's dy added to
+ * them from the cache (fp32). */
 AVX2_F16C static inline __attribute__((always_inline)) void
 tiles(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t c_last,
-      int64_t first, int64_t last, float *acc, const int asks)
+      int64_t first, int64_t last, float *acc, double *db_sums, const int asks)
 {
     const int half = p->dtype_size == 2;
     const int64_t tile = asks ? cg_prefetch_tile(p) : pixel_tile(p);
@@ -557,6 +558,9 @@ tiles(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t 
             else
                 block8(p, dy, x, c, t0, t1, saved, t0 != first, 0, asks ? &next : NULL);
         }
+        if (db_sums)
+            cg_f32_sum_rows_avx2(db_sums, (const float *)dy + t0 * p->cout + c_first, p->cout,
+                                 t1 - t0, c_last - c_first);
     }
 }
 
@@ -564,17 +568,19 @@ tiles(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t 
 AVX2_F16C static __attribute__((noinline)) void tiles_asking(const cg_plan *p, const void *dy,
                                                              const void *x, int64_t c_first,
                                                              int64_t c_last, int64_t first,
-                                                             int64_t last, float *acc)
+                                                             int64_t last, float *acc,
+                                                             double *db_sums)
 {
-    tiles(p, dy, x, c_first, c_last, first, last, acc, 1);
+    tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, 1);
 }
 
 AVX2_F16C static __attribute__((noinline)) void tiles_plain(const cg_plan *p, const void *dy,
                                                             const void *x, int64_t c_first,
                                                             int64_t c_last, int64_t first,
-                                                            int64_t last, float *acc)
+                                                            int64_t last, float *acc,
+                                                            double *db_sums)
 {
-    tiles(p, dy, x, c_first, c_last, first, last, acc, 0);
+    tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, 0);
 }
 
 /* Whole blocks of 8 channels here; the last few channels, if any, on the
@@ -582,13 +588,15 @@ AVX2_F16C static __attribute__((noinline)) void tiles_plain(const cg_plan *p, co
  * under the sanitizers dominates the build). */
 AVX2_F16C void cg_f32_dwconv3x3_rows_avx2(const cg_plan *p, const void *dy, const void *x,
                                           int64_t c_first, int64_t c_last, int64_t first,
-                                          int64_t last, float *acc, float *dst)
+                                          int64_t last, float *acc, float *dst, double *db_sums)
 {
     const int64_t c_whole = c_first + (c_last - c_first) / LANES * LANES;
+    if (db_sums)
+        memset(db_sums, 0, (size_t)(c_whole - c_first) * sizeof(double));
     if (c_whole == c_last && cg_tile_prefetch_pays(p, c_first, c_last, LANES))
-        tiles_asking(p, dy, x, c_first, c_whole, first, last, acc);
+        tiles_asking(p, dy, x, c_first, c_whole, first, last, acc, db_sums);
     else
-        tiles_plain(p, dy, x, c_first, c_whole, first, last, acc);
+        tiles_plain(p, dy, x, c_first, c_whole, first, last, acc, db_sums);
     for (int64_t c = c_first; c < c_whole; c += LANES) { /* [tap][c] -> dw rows [c][tap] */
         const float *saved = acc + (c - c_first) * TAPS3;
         for (int64_t k = 0; k < LANES; k++)
@@ -597,7 +605,8 @@ AVX2_F16C void cg_f32_dwconv3x3_rows_avx2(const cg_plan *p, const void *dy, cons
     }
     if (c_whole < c_last)
         cg_dwconv_rows_body(p, dy, x, c_whole, c_last, first, last, acc,
-                            dst + (c_whole - c_first) * TAPS3);
+                            dst + (c_whole - c_first) * TAPS3,
+                            db_sums ? db_sums + (c_whole - c_first) : NULL);
 }
 
 /* Bits 0-7 as a vector mask (lane l all ones where bit l is set). */

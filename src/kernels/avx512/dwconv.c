@@ -225,11 +225,13 @@ static int64_t block_end(int64_t c, int64_t c_first, int64_t c_last, int64_t hea
 
 /* The sums of rows [first, last), tile by tile: output pixels a tile whose
  * dy and x stay in cache while every block of 32 channels passes over them,
- * and, when `asks`, the next tile's come in meanwhile. */
+ * and, when `asks`, the next tile's come in meanwhile; then, with db_sums,
+ * the tile's dy added to them from the cache (fp32). */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline
     __attribute__((always_inline)) void
     tiles(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t c_last,
-          int64_t first, int64_t last, float *acc, int64_t head, const int asks, const int stride1)
+          int64_t first, int64_t last, float *acc, double *db_sums, int64_t head, const int asks,
+          const int stride1)
 {
     const int half = p->dtype_size == 2;
     const int64_t tile = cg_prefetch_tile(p);
@@ -254,6 +256,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline
             else
                 block32(p, dy, x, c, channels, t0, t1, saved, resume, 0, 0, stride1, ask);
         }
+        if (db_sums)
+            cg_f32_sum_rows_avx512(db_sums, (const float *)dy + t0 * p->cout + c_first, p->cout,
+                                   t1 - t0, c_last - c_first);
     }
 }
 
@@ -261,33 +266,36 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline
  * one was measured 3-4% slower (mbv1_dw_112). */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static __attribute__((noinline)) void
 tiles_asking(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t c_last,
-             int64_t first, int64_t last, float *acc, int64_t head)
+             int64_t first, int64_t last, float *acc, double *db_sums, int64_t head)
 {
     if (p->stride_w == 1)
-        tiles(p, dy, x, c_first, c_last, first, last, acc, head, 1, 1);
+        tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, head, 1, 1);
     else
-        tiles(p, dy, x, c_first, c_last, first, last, acc, head, 1, 0);
+        tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, head, 1, 0);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static __attribute__((noinline)) void
 tiles_plain(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t c_last,
-            int64_t first, int64_t last, float *acc, int64_t head)
+            int64_t first, int64_t last, float *acc, double *db_sums, int64_t head)
 {
     if (p->stride_w == 1)
-        tiles(p, dy, x, c_first, c_last, first, last, acc, head, 0, 1);
+        tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, head, 0, 1);
     else
-        tiles(p, dy, x, c_first, c_last, first, last, acc, head, 0, 0);
+        tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, head, 0, 0);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void
 cg_f32_dwconv3x3_rows_avx512(const cg_plan *p, const void *dy, const void *x, int64_t c_first,
-                             int64_t c_last, int64_t first, int64_t last, float *acc, float *dst)
+                             int64_t c_last, int64_t first, int64_t last, float *acc, float *dst,
+                             double *db_sums)
 {
     const int64_t head = head_block(p, x, c_first, c_last);
+    if (db_sums)
+        memset(db_sums, 0, (size_t)(c_last - c_first) * sizeof(double));
     if (cg_tile_prefetch_pays(p, c_first, c_last, VECS * LANES))
-        tiles_asking(p, dy, x, c_first, c_last, first, last, acc, head);
+        tiles_asking(p, dy, x, c_first, c_last, first, last, acc, db_sums, head);
     else
-        tiles_plain(p, dy, x, c_first, c_last, first, last, acc, head);
+        tiles_plain(p, dy, x, c_first, c_last, first, last, acc, db_sums, head);
     for (int64_t c = c_first; c < c_last; c = block_end(c, c_first, c_last, head)) {
         const int64_t channels = block_end(c, c_first, c_last, head) - c; /* [tap][c] -> [c][tap] */
         const float *saved = acc + (c - c_first) * TAPS;
@@ -570,9 +578,9 @@ cg_f32_grouped_pixel_avx512(float *restrict out, int64_t ld, const float *restri
  * (kernels/dwconv_rows_body.h), vectorised by the compiler for AVX-512. */
 __attribute__((target("avx512f"))) void
 cg_f32_dwconv_rows_avx512(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                          int64_t c_last, int64_t first, int64_t last, float *acc, float *dst)
+                          int64_t c_last, int64_t first, int64_t last, float *acc, float *dst, double *db_sums)
 {
-    cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, dst);
+    cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, dst, db_sums);
 }
 
 /* ---- grouped, a few channels a group (kernels/grouped_rows_body.h) ---- */
