@@ -273,11 +273,14 @@ static int columns_in_turn(const cg_weights_call *c, const share *s)
            (direct_out(c) || c->workspace) && cg_general_rows_take_turns(&c->plan, &all, s->kc);
 }
 
-/* Whether the depthwise kernel sums db (fp32: the bias gradient) while it
- * reads dy. */
-static int db_in_kernel(const cg_weights_call *c)
+/* Whether sum_slice sums db (fp32: the bias gradient) as its kernels read
+ * dy, into the core's slot: by slices, and for depthwise even with one
+ * slice (one on one core: db is summed by channels after it otherwise).
+ * A second pass over dy cost mbv1_dw_112's weight and bias gradient half
+ * as much again as the weight gradient alone, r50_1x1_56's 15% more. */
+static int slice_sums_db(const cg_weights_call *c, const share *s)
 {
-    return c->out_db && c->plan.path == CG_PATH_DEPTHWISE;
+    return c->out_db && !s->in_team && (s->slices > 1 || c->plan.path == CG_PATH_DEPTHWISE);
 }
 
 static share plan_share(const cg_weights_call *c, int rank, int members)
@@ -303,7 +306,7 @@ static share plan_share(const cg_weights_call *c, int rank, int members)
         s.held = slices_in_turn(c, &s) ? turn_held(s.slices, members) : s.last - s.first;
         s.part_floats = whole_into_out(c, &s) ? 0 : s.held * (int64_t)p->dw_elems;
     }
-    if (c->out_db && (s.slices > 1 || db_in_kernel(c))) {
+    if (c->out_db && (s.slices > 1 || slice_sums_db(c, &s))) {
         const int64_t summed = s.in_team ? rank == s.holder : s.held;
         s.db_doubles = summed * cg_bias_slice_doubles(p);
     }
@@ -330,20 +333,16 @@ static double *db_slot(const cg_weights_call *c, const share *s, int64_t k, floa
     return (double *)(scratch + db_sums_at(s)) + k * cg_bias_slice_doubles(&c->plan);
 }
 
-/* db's sums of slice i (rows [r0, r1)) in the core's `k`th slot: the
- * depthwise kernel's, summed as it read dy (an extra pass over dy cost
- * mbv1_dw_112's weight and bias gradient half as much again as the weight
- * gradient alone), or summed here from dy while its rows are still in
- * cache; where the sum is one slice and no kernel summed it, db is summed
- * by channels after it instead (finish_db). */
-static void slice_db(const cg_weights_call *c, const share *s, int64_t i, int64_t k, int64_t r0,
-                     int64_t r1, float *scratch)
+/* A team's slice i (rows [r0, r1)): db's sums from dy after the team's
+ * columns, into the holder's first slot; where the sum is one slice, db is
+ * summed by channels after it instead (finish_db). */
+static void team_db(const cg_weights_call *c, const share *s, int64_t i, int64_t r0, int64_t r1,
+                    float *scratch)
 {
-    if (!c->out_db || (s->slices == 1 && !db_in_kernel(c)))
+    if (!c->out_db || s->slices == 1)
         return;
-    double *sums = db_slot(c, s, k, scratch);
-    if (!db_in_kernel(c))
-        cg_bias_slice(&c->plan, c->dy, r0, r1, sums);
+    double *sums = db_slot(c, s, 0, scratch);
+    cg_bias_slice(&c->plan, c->dy, r0, r1, sums);
     c->db_sums[i] = sums;
 }
 
@@ -353,8 +352,8 @@ static void finish_db(const cg_weights_call *c, const share *s, int rank)
     if (!c->out_db)
         return;
     const cg_trace_mark since = cg_trace_start();
-    if (s->slices == 1 && db_in_kernel(c)) {
-        if (s->first < s->last) /* the slice's core: its kernel's sums of every row */
+    if (s->slices == 1 && slice_sums_db(c, s)) {
+        if (s->first < s->last) /* the slice's core: its sums of every row */
             for (int64_t ch = 0; ch < c->plan.cout; ch++)
                 c->out_db[ch] = (float)c->db_sums[0][ch];
     } else if (s->slices == 1)
@@ -373,17 +372,18 @@ static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, int64
     const cg_trace_mark since = cg_trace_start();
     int64_t r0, r1;
     cg_split_range(p->rows, (int)i, (int)s->slices, &r0, &r1);
+    double *db_sums = slice_sums_db(c, s) ? db_slot(c, s, k, scratch) : NULL;
     if (p->path == CG_PATH_DEPTHWISE) {
         const int64_t block = depthwise_block(p);
-        double *db_sums = db_in_kernel(c) ? db_slot(c, s, k, scratch) : NULL;
         for (int64_t c0 = 0; c0 < p->cout; c0 += block)
             cg_depthwise_rows(p, c->dy, c->x, c0, min64(p->cout, c0 + block), r0, r1, scratch,
                               dst + c0 * p->taps, db_sums ? db_sums + c0 : NULL);
     } else {
         const cg_dw_block all = whole_dw(p);
-        cg_general_rows(p, c->dy, c->x, &all, r0, r1, s->kc, scratch, beta, dst, NULL);
+        cg_general_rows(p, c->dy, c->x, &all, r0, r1, s->kc, scratch, beta, dst, NULL, db_sums);
     }
-    slice_db(c, s, i, k, r0, r1, scratch);
+    if (db_sums)
+        c->db_sums[i] = db_sums;
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
 }
 
@@ -394,7 +394,7 @@ static void block_sum(const cg_weights_call *c, const share *s, const cg_dw_bloc
     const cg_plan *p = &c->plan;
     const int64_t at = b->group_first * p->cout_g * p->row_len;
     const cg_trace_mark since = cg_trace_start();
-    cg_general_rows(p, c->dy, c->x, b, r0, r1, s->kc, scratch, beta, dw_like + at, NULL);
+    cg_general_rows(p, c->dy, c->x, b, r0, r1, s->kc, scratch, beta, dw_like + at, NULL, NULL);
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_PACK, since);
 }
 
@@ -411,7 +411,7 @@ static void team_slice(const cg_weights_call *c, const share *s, int rank, float
     }
     if (rank == s->holder) {
         const cg_trace_mark since = cg_trace_start();
-        slice_db(c, s, s->first, 0, r0, r1, scratch);
+        team_db(c, s, s->first, r0, r1, scratch);
         cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_COMPUTE, since);
     }
 }
@@ -502,7 +502,7 @@ static void columns_turns(const cg_weights_call *c, const share *s, int rank, fl
     const cg_dw_block all = whole_dw(p);
     float *direct = direct_out(c);
     cg_general_rows(p, c->dy, c->x, &all, 0, p->rows, s->kc, scratch,
-                    direct ? direct_beta(c) : 0.0f, direct ? direct : c->workspace, &turns);
+                    direct ? direct_beta(c) : 0.0f, direct ? direct : c->workspace, &turns, NULL);
     if (direct)
         return;
     size_t begin, end; /* after the last pass's barrier: every sum staged */
@@ -773,7 +773,7 @@ static cg_status private_columns(const cg_weights_call *c, cg_error *err)
         for (int64_t co0 = 0; co0 < p->cout_g; co0 += block) {
             const int64_t co1 = min64(p->cout_g, co0 + block), g1 = min64(p->groups, g + together);
             const cg_dw_block b = {g, g1, co0, co1, 0, p->row_len};
-            cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s.kc, scratch, 0.0f, stage, NULL);
+            cg_general_rows(p, c->dy, c->x, &b, 0, p->rows, s.kc, scratch, 0.0f, stage, NULL, NULL);
             finish_into_out(c, (size_t)((g * p->cout_g + co0) * p->row_len), stage,
                             (size_t)((g1 - g) * (co1 - co0) * p->row_len));
         }

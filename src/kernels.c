@@ -357,9 +357,17 @@ static int64_t runs_scratch_floats(const cg_plan *p, int64_t kc, const cg_dw_blo
  * chunk stay in L1 from one tap to the next), then the blocks of mr output
  * channels. A chunk is at most a micro-panel wide, shared out in whole
  * vectors (cg_rows_panel). */
+/* db_sums (cg_general_rows') += dy's rows [r0, r1), every channel. */
+static void add_db(const cg_plan *p, const void *dy, int64_t r0, int64_t r1, double *db_sums)
+{
+    if (db_sums)
+        cg_kernels()->sum_rows(db_sums, (const float *)dy + r0 * p->cout, p->cout, r1 - r0,
+                               p->cout);
+}
+
 static void runs_rows(const cg_plan *p, const void *dy, const void *x, const cg_dw_block *blk,
                       int64_t first, int64_t last, int64_t kc, float *scratch, float beta,
-                      float *dst)
+                      float *dst, double *db_sums)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     cg_gemm_runs_fn *kernel = cg_kernels()->gemm_runs;
@@ -374,6 +382,7 @@ static void runs_rows(const cg_plan *p, const void *dy, const void *x, const cg_
         const int64_t r1 = min64(last, r0 + pass);
         const float step_beta = r0 == first ? beta : 1.0f;
         prefetcher next = prefetch_pass(p, dy, x, r1, min64(pass, last - r1), calls);
+        add_db(p, dy, r0, r1, db_sums);
         for (int64_t g = blk->group_first; g < blk->group_last; g++) {
             float *dst_g = dst + (g - blk->group_first) * m * p->row_len;
             const dy_view dyr = dy_view_of(p, dy, r0, r1, g * p->cout_g + blk->co_first, m, dy_buf);
@@ -660,23 +669,28 @@ static int next_panels(const cg_column_turns *turns, int64_t pass, int64_t panel
 
 void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const cg_dw_block *blk,
                      int64_t first, int64_t last, int64_t kc, float *scratch, float beta,
-                     float *dst, const cg_column_turns *turns)
+                     float *dst, const cg_column_turns *turns, double *db_sums)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     const cg_kernel_context *k = cg_kernels();
+    if (db_sums)
+        memset(db_sums, 0, (size_t)plan->cout * sizeof(double));
     switch (rows_path_of(plan, blk, kc)) {
     case ROWS_GROUPED_FEW:
         k->grouped_rows(plan, dy, x, blk->group_first * plan->cin_g, blk->group_last * plan->cin_g,
                         first, last, beta, dst);
+        add_db(plan, dy, first, last, db_sums);
         return;
     case ROWS_OUTER:
         k->outer_rows(plan, dy, x, blk->group_first, blk->group_last, first, last, beta, dst);
+        add_db(plan, dy, first, last, db_sums);
         return;
     case ROWS_FEW_IN_PLACE:
         few_rows(plan, dy, x, blk, first, last, kc, scratch, beta, dst);
+        add_db(plan, dy, first, last, db_sums);
         return;
     case ROWS_IN_PLACE:
-        runs_rows(plan, dy, x, blk, first, last, kc, scratch, beta, dst);
+        runs_rows(plan, dy, x, blk, first, last, kc, scratch, beta, dst, db_sums);
         return;
     case ROWS_PACKED:
         break;
@@ -705,6 +719,7 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
             set_row(&tb, 0, t, (r0 + t) * plan->cout + blk->co_first, 0, plan->cout);
         make_x_tables(plan, s0, s1, r0, kb, &tb);
         cg_trace_inner_end(packing);
+        add_db(plan, dy, r0, r0 + kb, db_sums);
         if (together) {
             together_pass(plan, dy, x, blk, s0, s1, kb, &tb, a, b, step_beta, dst, &next);
             continue;

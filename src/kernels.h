@@ -49,10 +49,14 @@ int cg_general_rows_take_turns(const cg_plan *plan, const cg_dw_block *blk, int6
  * in dst. Passes of kc rows (cg_general_rows_per_pass(), or fewer where the
  * scratch must be small); `scratch` holds cg_general_scratch_floats(kc,
  * blk) floats. With turns (where cg_general_rows_take_turns() holds; NULL:
- * none), this core computes the columns turns gives it, pass by pass. */
+ * none), this core computes the columns turns gives it, pass by pass. With
+ * db_sums (fp32, blk the whole of dw, no turns; NULL: none), also the bias
+ * gradient's sums: db_sums[c] = the sum of dy[row][c] over the rows, from
+ * zero in row order (cg_sum_rows_fn's bits), each pass's rows as it reads
+ * them where the path goes by passes of dy, else after. */
 void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const cg_dw_block *blk,
                      int64_t first, int64_t last, int64_t kc, float *scratch, float beta,
-                     float *dst, const cg_column_turns *turns);
+                     float *dst, const cg_column_turns *turns, double *db_sums);
 
 /* Depthwise: dst[c - c_first][tap] = sum over rows of dy[row][c] *
  * x[in(row, tap)][c] for c in [c_first, c_last). `acc` holds taps * (c_last -

@@ -655,6 +655,8 @@ static const shape SLICED_SHAPES[] = {
      .cout = 40, .g = 40, .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
     {"1x1 64->40 on 24x24, batch 4", .n = 4, .h = 24, .w = 24, .cin = 64, .cout = 40, .kh = 1,
      .kw = 1},
+    {"3x3 32->80 on 24x24, batch 4", .n = 4, .h = 24, .w = 24, .cin = 32, .cout = 80, .kh = 3,
+     .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
     {"3x3, 5 groups of 4 on 36x30, batch 2", .n = 2, .h = 36, .w = 30, .cin = 20, .cout = 20,
      .g = 5, .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
     {"7x7 stride 2, 3->16 on 96x90", .n = 1, .h = 96, .w = 90, .cin = 3, .cout = 16, .kh = 7,
