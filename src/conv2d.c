@@ -817,19 +817,19 @@ static int packs_b_as_it_goes(int64_t b_floats, int64_t rows, int64_t piece)
            rows <= cg_rows_tile_most(bl, 0);
 }
 
-/* The calling core's share of the kc blocks of B (the blocks dealt out in
- * turn, counted by *block across calls): block pc of the k x n matrix whose
- * element (p, j) is x[j*stride_j + p*stride_p], its columns in `parts`
- * shares, packed at dst, a micro-panel at a time (cg_rows_panel). */
+/* The calling core's share of the kc-row blocks of B (the blocks dealt out
+ * in turn, counted by *block across calls): block pc of the k x n matrix
+ * whose element (p, j) is x[j*stride_j + p*stride_p], its columns in
+ * `parts` shares, packed at dst, a micro-panel at a time (cg_rows_panel). */
 static void pack_b_share(const job *jb, int rank, int64_t *block, const float *x, size_t stride_j,
-                         size_t stride_p, int64_t k, int64_t n, int parts, float *dst)
+                         size_t stride_p, int64_t k, int64_t n, int parts, int64_t kc, float *dst)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     const int64_t np = (int64_t)cg_rows_b_floats(bl, 1, n, parts);
-    for (int64_t pc = 0; pc < k; pc += bl->kc, ++*block) {
+    for (int64_t pc = 0; pc < k; pc += kc, ++*block) {
         if (*block % jb->members != rank)
             continue;
-        const int64_t kb = min64(bl->kc, k - pc);
+        const int64_t kb = min64(kc, k - pc);
         for (int64_t q = 0; q * bl->nr < np; q++) {
             int64_t first, width;
             cg_rows_panel(bl, n, parts, q, &first, &width);
@@ -1010,7 +1010,8 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     const int64_t a_floats = (int64_t)cg_rows_a_floats(bl);
     const int64_t pad_floats = padded ? padded_rows(p, tile_rows) * cg_padded_row_floats(p) : 0;
     const int64_t b_at = a_floats + round_up(pad_floats, LINE_FLOATS);
-    const int64_t b_floats = as_it_goes  ? (int64_t)cg_rows_b_floats(bl, bl->kc, 1, 1)
+    const int64_t piece = padded ? seg_len : p->cin_g, kc = cg_rows_kc(bl, k, piece);
+    const int64_t b_floats = as_it_goes  ? (int64_t)cg_rows_b_floats(bl, kc, 1, 1)
                              : rank == 0 ? p->groups * b_group
                                          : 0;
     int64_t *ints;
@@ -1019,7 +1020,7 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
                      &ints, &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     float *pad = mem + a_floats;
-    cg_rows_b b = {NULL, jb->in1, k, mem + b_at, cols.parts};
+    cg_rows_b b = {NULL, jb->in1, k, mem + b_at, cols.parts, kc};
     if (!as_it_goes) {
         if (rank == 0)
             jb->packed_w = mem + b_at;
@@ -1028,7 +1029,7 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
         int64_t block = 0;
         for (int64_t g = 0; g < p->groups; g++)
             pack_b_share(jb, rank, &block, jb->in1 + g * p->cout_g * k, (size_t)k, 1, k, p->cout_g,
-                         cols.parts, (float *)jb->packed_w + g * b_group);
+                         cols.parts, kc, (float *)jb->packed_w + g * b_group);
         cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, packing);
         cm_bar_all(jb->core_mask, 1); /* B is packed */
         b.packed = jb->packed_w;
@@ -1039,7 +1040,6 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     int64_t *tab = ints + p->kernel_h + p->kernel_w;
     const geometry gx = geometry_of(0, p->cin, p->in_h, p->in_w);
     const int64_t plane = p->out_h * p->out_w;
-    const int64_t piece = padded ? seg_len : p->cin_g;
     tile_queue queue =
         tile_queue_of(jb, rank, p->rows, tile_rows, by_channels,
                       reads_a_in_place(piece) ? cg_rows_panels(bl, p->cout_g, cols.parts) : 0);
@@ -1313,7 +1313,7 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
         const int parts = sp->cols.parts;
         const int64_t np = (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g, parts);
         const cg_rows_b packed = {jb->packed_w + phase_rows_before(p, dt, a, b) * np, NULL, 0, NULL,
-                                  parts};
+                                  parts, cg_gemm_blocking_here()->kc};
         rows_product(jb, jb->in0, sp->tab, nh * (runs ? 1 : nw), tl->count,
                      runs ? nw * p->cout : p->cout_g, p->cout_g, p->cout_g, kp, p->cin_g, sp->cols,
                      &packed, data_b_group(p, dt, parts), 0, NULL, c, p->cin, sp->pack, next);
@@ -1604,7 +1604,7 @@ static void data_band(const job *jb, int64_t n, int64_t h0, int64_t h1, int64_t 
         const cg_rows_matrix a = {
             jb->in0, tab, tab + count, tab + 2 * count, count, p->cout, p->cout, 0, NULL, 0};
         const panels cols = all_panels(p->row_len);
-        const cg_rows_b packed = {b, NULL, 0, NULL, 1};
+        const cg_rows_b packed = {b, NULL, 0, NULL, 1, cg_gemm_blocking_here()->kc};
         cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, &packed, cols.first,
                      cols.last, 0.0f, NULL, dcol, p->row_len, pack);
         for (int64_t t = 0, oh = px / p->out_w, ow = px % p->out_w; t < count; t++) {
@@ -1645,7 +1645,7 @@ static cg_status data_columns_core(job *jb, int rank, cg_error *err)
     cg_trace_mark since = cg_trace_start();
     int64_t block = 0;
     pack_b_share(jb, rank, &block, jb->in1, 1, (size_t)p->row_len, p->cout, p->row_len, 1,
-                 (float *)jb->packed_w);
+                 cg_gemm_blocking_here()->kc, (float *)jb->packed_w);
     cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
     cm_bar_all(jb->core_mask, 1); /* B is packed */
     since = cg_trace_start();

@@ -55,6 +55,8 @@ static const shape SHAPES[] = {
     {"1x1 on a 1x1 input, 16->17", .n = 2, .h = 1, .w = 1, .cin = 16, .cout = 17, .kh = 1, .kw = 1},
     {"1x1, stride 3x2 > kernel", .n = 1, .h = 8, .w = 7, .cin = 17, .cout = 16, .kh = 1, .kw = 1,
      .sh = 3, .sw = 2, .wide = 1},
+    /* more input channels than a block of K (the forward takes all of K at once) */
+    {"1x1, 272->100", .n = 2, .h = 5, .w = 6, .cin = 272, .cout = 100, .kh = 1, .kw = 1},
     {"3x3 pad 1, 16->17", .n = 2, .h = 6, .w = 5, .cin = 16, .cout = 17, .kh = 3, .kw = 3,
      .pt = 1, .pb = 1, .pl = 1, .pr = 1},
     {"3x3 pad 1, 64->64, batch 1", .n = 1, .h = 4, .w = 5, .cin = 64, .cout = 64, .kh = 3, .kw = 3,

@@ -94,7 +94,14 @@ typedef struct cg_rows_b {
     int64_t ld;
     float *panel;
     int parts;
+    int64_t kc; /* K's blocks, of the packing and the product (cg_rows_kc) */
 } cg_rows_b;
+
+/* The rows of K a block of cg_gemm_rows for A whose rows are pieces of
+ * `piece` floats: the blocking's kc, or all of K where K is longer, a row
+ * is one piece (a 1x1 convolution's pixels, read in place) and B's
+ * micro-panel of all of K fits in a quarter of L2. */
+int64_t cg_rows_kc(const cg_gemm_blocking *bl, int64_t k, int64_t piece);
 
 /* Floats B (k x n, columns in `parts` shares) takes packed for
  * cg_gemm_rows: for each kc block of k (kb steps, at pc * panels * nr), its
