@@ -457,12 +457,16 @@ static int64_t few_scratch_floats(const cg_plan *p, int64_t kc, const cg_dw_bloc
  * the kernel row against each chunk of the block's channels. */
 static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_dw_block *blk,
                      int64_t first, int64_t last, int64_t kc, float *scratch, float beta,
-                     float *dst)
+                     float *dst, double *db_sums)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
     cg_gemm_runs_fn *kernel = cg_kernels()->gemm_runs;
     const int64_t co_n = blk->co_last - blk->co_first, seg = p->kernel_w * p->cin;
-    const int64_t pass = runs_pass(p, kc), chunks = (co_n + bl->nr - 1) / bl->nr;
+    /* the block's channels at once where the kernel's tile is that wide (the
+     * stem's 64: AVX-512's 7 x 64 tiles read each kernel row's floats once,
+     * not once for each 32 channels), else chunks of micro-panels */
+    const int whole = co_n <= cg_kernels()->entry.gemm_runs->nr;
+    const int64_t pass = runs_pass(p, kc), chunks = whole ? 1 : (co_n + bl->nr - 1) / bl->nr;
     float *sums = scratch, *rows = scratch + p->row_len * co_n; /* sums[j][co] */
     float *dy_buf = rows + pass_output_rows(p, kc) * cg_padded_row_floats(p);
     for (int64_t j = blk->col_first; j < blk->col_last; j++)
@@ -471,6 +475,7 @@ static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_d
     for (int64_t r0 = first; r0 < last; r0 += pass) {
         const int64_t r1 = min64(last, r0 + pass);
         const dy_view dyr = dy_view_of(p, dy, r0, r1, blk->co_first, co_n, dy_buf);
+        add_db(p, dy, r0, r1, db_sums);
         for (int64_t kh = 0; kh < p->kernel_h; kh++) {
             /* the kernel row's columns in the block */
             const int64_t j0 = max64(blk->col_first, kh * seg);
@@ -494,8 +499,9 @@ static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_d
                 row = end;
             }
             for (int64_t q = 0; q < chunks; q++) {
-                int64_t c0, width;
-                cg_rows_panel(bl, co_n, 1, q, &c0, &width);
+                int64_t c0 = 0, width = co_n;
+                if (!whole)
+                    cg_rows_panel(bl, co_n, 1, q, &c0, &width);
                 for (int64_t i = j0; i < j1; i += bl->mr) {
                     for (int k = 0; k < runs; k++)
                         moved[k] = (cg_gemm_run){run[k].a + (i - j0), run[k].b + c0, run[k].len};
@@ -686,8 +692,7 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
         add_db(plan, dy, first, last, db_sums);
         return;
     case ROWS_FEW_IN_PLACE:
-        few_rows(plan, dy, x, blk, first, last, kc, scratch, beta, dst);
-        add_db(plan, dy, first, last, db_sums);
+        few_rows(plan, dy, x, blk, first, last, kc, scratch, beta, dst, db_sums);
         return;
     case ROWS_IN_PLACE:
         runs_rows(plan, dy, x, blk, first, last, kc, scratch, beta, dst, db_sums);

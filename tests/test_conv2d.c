@@ -81,6 +81,8 @@ static const shape SHAPES[] = {
      .dw = 3, .pt = 0, .pb = 1, .pl = 2, .pr = 0},
     {"7x7 stem, stride 2, 3->16", .n = 2, .h = 16, .w = 15, .cin = 3, .cout = 16, .kh = 7, .kw = 7,
      .sh = 2, .sw = 2, .pt = 3, .pb = 3, .pl = 3, .pr = 3, .wide = 1},
+    {"7x7 stem, stride 2, 3->64", .n = 1, .h = 14, .w = 13, .cin = 3, .cout = 64, .kh = 7, .kw = 7,
+     .sh = 2, .sw = 2, .pt = 3, .pb = 3, .pl = 3, .pr = 3},
     {"output 1x1 (no pads), batch 3", .n = 3, .h = 3, .w = 3, .cin = 8, .cout = 9, .kh = 3,
      .kw = 3},
     {"output 1x1 (stride 5)", .n = 2, .h = 5, .w = 4, .cin = 4, .cout = 4, .kh = 2, .kw = 2,

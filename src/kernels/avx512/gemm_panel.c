@@ -22,12 +22,12 @@ enum { PANEL = 24, NR = 48, ROWS = 8 /* the in-place kernels' tile */ };
 
 /* acc[r][v] += a[r] * bv[v], r < rows: A's values side by side. */
 AVX512F static ALWAYS_INLINE void broadcast_step(const int rows, const int nv, const float *a,
-                                                 const __m512 bv[3], __m512 acc[24][3])
+                                                 const __m512 bv[4], __m512 acc[24][4])
 {
 #pragma GCC unroll 24
     for (int r = 0; r < rows; r++) {
         const __m512 av = _mm512_set1_ps(a[r]);
-#pragma GCC unroll 3
+#pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
             acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
@@ -35,10 +35,10 @@ AVX512F static ALWAYS_INLINE void broadcast_step(const int rows, const int nv, c
 
 /* acc[r][v] += a[r] * b[16v..16v+15], one step of the sum. */
 AVX512F static ALWAYS_INLINE void fma_step(const int rows, const int nv, const float *a,
-                                           const float *b, __m512 acc[24][3])
+                                           const float *b, __m512 acc[24][4])
 {
-    __m512 bv[3];
-#pragma GCC unroll 3
+    __m512 bv[4];
+#pragma GCC unroll 4
     for (int v = 0; v < nv; v++)
         bv[v] = _mm512_loadu_ps(b + 16 * v);
     broadcast_step(rows, nv, a, bv, acc);
@@ -47,22 +47,22 @@ AVX512F static ALWAYS_INLINE void fma_step(const int rows, const int nv, const f
 /* acc[r][v] += rows[r][at] * bv[v], r < ROWS: one step of the in-place
  * kernels, each row's value broadcast from where it lies. */
 AVX512F static ALWAYS_INLINE void rows_step(const int nv, const float *const *rows, int64_t at,
-                                            const __m512 bv[3], __m512 acc[24][3])
+                                            const __m512 bv[4], __m512 acc[24][4])
 {
 #pragma GCC unroll 8
     for (int r = 0; r < ROWS; r++) {
         const __m512 av = _mm512_set1_ps(rows[r][at]);
-#pragma GCC unroll 3
+#pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
             acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
 }
 
-AVX512F static ALWAYS_INLINE void zero_tile(const int rows, const int nv, __m512 acc[24][3])
+AVX512F static ALWAYS_INLINE void zero_tile(const int rows, const int nv, __m512 acc[24][4])
 {
 #pragma GCC unroll 24
     for (int r = 0; r < rows; r++)
-#pragma GCC unroll 3
+#pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
             acc[r][v] = _mm512_setzero_ps();
 }
@@ -86,7 +86,7 @@ static inline __mmask16 last_vector(const int nv, int n)
  * rows r < m, columns < n. */
 AVX512F static ALWAYS_INLINE void store_tile(const int rows, const int nv, int m, int n, float beta,
                                              const float *init, float *c, int ldc,
-                                             __m512 acc[24][3])
+                                             __m512 acc[24][4])
 {
     const __mmask16 last = last_vector(nv, n);
     const int add_init = beta == 0.0f && init;
@@ -94,7 +94,7 @@ AVX512F static ALWAYS_INLINE void store_tile(const int rows, const int nv, int m
     for (int r = 0; r < rows; r++) {
         if (r >= m)
             break;
-#pragma GCC unroll 3
+#pragma GCC unroll 4
         for (int v = 0; v < nv; v++) {
             float *cv = c + (size_t)r * ldc + 16 * v;
             const __mmask16 mask = v == nv - 1 ? last : 0xFFFF;
@@ -117,7 +117,7 @@ AVX512F static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int 
 {
     const char *pf = *prefetch;
     prefetch_tile(nv, m, c, ldc);
-    __m512 acc[24][3];
+    __m512 acc[24][4];
     zero_tile(rows, nv, acc);
     /* two steps an iteration, a prefetched line each: no test a step */
     int p = 0;
@@ -173,7 +173,7 @@ AVX512F static ALWAYS_INLINE void indirect_tile(const int nv, int m, int n, int 
 {
     const char *pf = *prefetch;
     prefetch_tile(nv, m, c, ldc);
-    __m512 acc[24][3];
+    __m512 acc[24][4];
     zero_tile(ROWS, nv, acc);
     for (int q = 0; q < pieces; q++, a += lda) {
         const float *row[ROWS];
@@ -186,8 +186,8 @@ AVX512F static ALWAYS_INLINE void indirect_tile(const int nv, int m, int n, int 
                 _mm_prefetch(pf, _MM_HINT_T1);
                 pf += 64;
             }
-            __m512 bv[3];
-#pragma GCC unroll 3
+            __m512 bv[4];
+#pragma GCC unroll 4
             for (int v = 0; v < nv; v++)
                 bv[v] = _mm512_loadu_ps(b + 16 * v);
             rows_step(nv, row, p, bv, acc);
@@ -230,9 +230,9 @@ void cg_f32_gemm_indirect_avx512_24x48(int m, int n, int pieces, const int *len,
 /* A run's step of B: nv vectors, the last a masked load only where it is
  * not whole (`whole`: none a step). */
 AVX512F static ALWAYS_INLINE void load_b(const int nv, const int whole, __mmask16 last,
-                                         const float *b, __m512 bv[3])
+                                         const float *b, __m512 bv[4])
 {
-#pragma GCC unroll 3
+#pragma GCC unroll 4
     for (int v = 0; v < nv; v++)
         bv[v] = whole || v < nv - 1 ? _mm512_loadu_ps(b + 16 * v)
                                     : _mm512_maskz_loadu_ps(last, b + 16 * v);
@@ -244,19 +244,19 @@ AVX512F static ALWAYS_INLINE void load_b(const int nv, const int whole, __mmask1
  * index steps every row. */
 AVX512F static ALWAYS_INLINE void runs_tile(const int nv, const int whole, int row0, int m, int n,
                                             int runs, const cg_gemm_run *run, int64_t lda,
-                                            int64_t ldb, float beta, float *c, int ldc)
+                                            int64_t ldb, int col0, float beta, float *c, int ldc)
 {
     prefetch_tile(nv, m, c, ldc);
-    __m512 acc[24][3];
+    __m512 acc[24][4];
     zero_tile(ROWS, nv, acc);
     const __mmask16 last = last_vector(nv, n);
     for (int q = 0; q < runs; q++) {
-        const float *row[ROWS], *b = run[q].b;
+        const float *row[ROWS], *b = run[q].b + col0;
 #pragma GCC unroll 8
         for (int r = 0; r < ROWS; r++)
             row[r] = run[q].a + row0 + (r < m ? r : m - 1);
         for (int64_t p = 0, at = 0; p < run[q].len; p++, at += lda, b += ldb) {
-            __m512 bv[3];
+            __m512 bv[4];
             load_b(nv, whole, last, b, bv);
             rows_step(nv, row, at, bv, acc);
         }
@@ -270,17 +270,17 @@ AVX512F static ALWAYS_INLINE void runs_tile(const int nv, const int whole, int r
  * element's sum takes the same FMAs in the same order as in runs_tile. */
 AVX512F static ALWAYS_INLINE void runs_tall_tile(const int rows, const int nv, const int whole,
                                                  int row0, int n, int runs, const cg_gemm_run *run,
-                                                 int64_t lda, int64_t ldb, float beta, float *c,
-                                                 int ldc)
+                                                 int64_t lda, int64_t ldb, int col0, float beta,
+                                                 float *c, int ldc)
 {
     prefetch_tile(nv, rows, c, ldc);
-    __m512 acc[24][3];
+    __m512 acc[24][4];
     zero_tile(rows, nv, acc);
     const __mmask16 last = last_vector(nv, n);
     for (int q = 0; q < runs; q++) {
-        const float *a = run[q].a + row0, *b = run[q].b;
+        const float *a = run[q].a + row0, *b = run[q].b + col0;
         for (int64_t p = 0; p < run[q].len; p++, a += lda, b += ldb) {
-            __m512 bv[3];
+            __m512 bv[4];
             load_b(nv, whole, last, b, bv);
             broadcast_step(rows, nv, a, bv, acc);
         }
@@ -288,13 +288,13 @@ AVX512F static ALWAYS_INLINE void runs_tall_tile(const int rows, const int nv, c
     store_tile(rows, nv, rows, n, beta, NULL, c, ldc, acc);
 }
 
-typedef void runs_tile_fn(int, int, int, int, const cg_gemm_run *, int64_t, int64_t, float, float *,
-                          int);
+typedef void runs_tile_fn(int, int, int, int, const cg_gemm_run *, int64_t, int64_t, int, float,
+                          float *, int);
 #define RUNS_TILE(name, nv, whole)                                                                 \
     AVX512F static void name(int row0, int m, int n, int runs, const cg_gemm_run *run,             \
-                             int64_t lda, int64_t ldb, float beta, float *c, int ldc)              \
+                             int64_t lda, int64_t ldb, int col0, float beta, float *c, int ldc)    \
     {                                                                                              \
-        runs_tile(nv, whole, row0, m, n, runs, run, lda, ldb, beta, c, ldc);                       \
+        runs_tile(nv, whole, row0, m, n, runs, run, lda, ldb, col0, beta, c, ldc);                 \
     }
 RUNS_TILE(runs_8x48, 3, 1)
 RUNS_TILE(runs_8x32, 2, 1)
@@ -305,10 +305,10 @@ RUNS_TILE(runs_8x16_masked, 1, 0)
 #undef RUNS_TILE
 #define RUNS_TALL_TILE(name, rows, nv, whole)                                                      \
     AVX512F static void name(int row0, int m, int n, int runs, const cg_gemm_run *run,             \
-                             int64_t lda, int64_t ldb, float beta, float *c, int ldc)              \
+                             int64_t lda, int64_t ldb, int col0, float beta, float *c, int ldc)    \
     {                                                                                              \
         (void)m;                                                                                   \
-        runs_tall_tile(rows, nv, whole, row0, n, runs, run, lda, ldb, beta, c, ldc);               \
+        runs_tall_tile(rows, nv, whole, row0, n, runs, run, lda, ldb, col0, beta, c, ldc);         \
     }
 RUNS_TALL_TILE(runs_12x32, 12, 2, 1)
 RUNS_TALL_TILE(runs_24x16, 24, 1, 1)
@@ -318,10 +318,13 @@ RUNS_TALL_TILE(runs_7x48, 7, 3, 1)
 RUNS_TALL_TILE(runs_7x32, 7, 2, 1)
 RUNS_TALL_TILE(runs_7x48_masked, 7, 3, 0)
 RUNS_TALL_TILE(runs_7x32_masked, 7, 2, 0)
+RUNS_TALL_TILE(runs_7x64, 7, 4, 1)
+RUNS_TALL_TILE(runs_7x64_masked, 7, 4, 0)
 #undef RUNS_TALL_TILE
 
-void cg_f32_gemm_runs_avx512_24x48(int m, int n, int runs, const cg_gemm_run *run, int64_t lda,
-                                   int64_t ldb, float beta, float *c, int ldc)
+/* Columns [col0, col0 + n) of B and C (n <= 48). */
+static void runs_columns(int m, int n, int runs, const cg_gemm_run *run, int64_t lda, int64_t ldb,
+                         int col0, float beta, float *c, int ldc)
 {
     /* by vectors, and whether the last one is whole */
     static runs_tile_fn *const tiles[2][3] = {
@@ -343,8 +346,23 @@ void cg_f32_gemm_runs_avx512_24x48(int m, int n, int runs, const cg_gemm_run *ru
         rows = 7;
     }
     for (int r = 0; r < m; r += rows)
-        run_tile(r, m - r < rows ? m - r : rows, n, runs, run, lda, ldb, beta, c + (size_t)r * ldc,
-                 ldc);
+        run_tile(r, m - r < rows ? m - r : rows, n, runs, run, lda, ldb, col0, beta,
+                 c + (size_t)r * ldc + col0, ldc);
+}
+
+void cg_f32_gemm_runs_avx512_24x64(int m, int n, int runs, const cg_gemm_run *run, int64_t lda,
+                                   int64_t ldb, float beta, float *c, int ldc)
+{
+    if (n <= 48) {
+        runs_columns(m, n, runs, run, lda, ldb, 0, beta, c, ldc);
+    } else if (m % 7 == 0) { /* the stem's kernel rows: 28 accumulators, A read once */
+        runs_tile_fn *const seven = n % 16 == 0 ? runs_7x64 : runs_7x64_masked;
+        for (int r = 0; r < m; r += 7)
+            seven(r, 7, n, runs, run, lda, ldb, 0, beta, c + (size_t)r * ldc, ldc);
+    } else { /* two halves of 32 columns or fewer */
+        runs_columns(m, 32, runs, run, lda, ldb, 0, beta, c, ldc);
+        runs_columns(m, n - 32, runs, run, lda, ldb, 32, beta, c, ldc);
+    }
 }
 
 /* Packing rows: per step, zeros, the part of the segment inside [lo, hi),
