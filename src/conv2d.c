@@ -1020,7 +1020,7 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
                      &ints, &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     float *pad = mem + a_floats;
-    cg_rows_b b = {NULL, jb->in1, k, mem + b_at, cols.parts, kc};
+    cg_rows_b b = {.src = jb->in1, .ld = k, .panel = mem + b_at, .parts = cols.parts, .kc = kc};
     if (!as_it_goes) {
         if (rank == 0)
             jb->packed_w = mem + b_at;
@@ -1312,8 +1312,9 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
         row_tables(&gdy, tl, ah, aw, runs, sp->tab);
         const int parts = sp->cols.parts;
         const int64_t np = (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g, parts);
-        const cg_rows_b packed = {jb->packed_w + phase_rows_before(p, dt, a, b) * np, NULL, 0, NULL,
-                                  parts, cg_gemm_blocking_here()->kc};
+        const cg_rows_b packed = {.packed = jb->packed_w + phase_rows_before(p, dt, a, b) * np,
+                                  .parts = parts,
+                                  .kc = cg_gemm_blocking_here()->kc};
         rows_product(jb, jb->in0, sp->tab, nh * (runs ? 1 : nw), tl->count,
                      runs ? nw * p->cout : p->cout_g, p->cout_g, p->cout_g, kp, p->cin_g, sp->cols,
                      &packed, data_b_group(p, dt, parts), 0, NULL, c, p->cin, sp->pack, next);
@@ -1604,7 +1605,7 @@ static void data_band(const job *jb, int64_t n, int64_t h0, int64_t h1, int64_t 
         const cg_rows_matrix a = {
             jb->in0, tab, tab + count, tab + 2 * count, count, p->cout, p->cout, 0, NULL, 0};
         const panels cols = all_panels(p->row_len);
-        const cg_rows_b packed = {b, NULL, 0, NULL, 1, cg_gemm_blocking_here()->kc};
+        const cg_rows_b packed = {.packed = b, .parts = 1, .kc = cg_gemm_blocking_here()->kc};
         cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, &packed, cols.first,
                      cols.last, 0.0f, NULL, dcol, p->row_len, pack);
         for (int64_t t = 0, oh = px / p->out_w, ow = px % p->out_w; t < count; t++) {

@@ -640,7 +640,13 @@ static void together_pass(const cg_plan *plan, const void *dy, const void *x,
 
 /* The way cg_general_rows sums blk's rows: one place decides it for the call
  * and for cg_general_rows_take_turns. */
-typedef enum { ROWS_GROUPED_FEW, ROWS_OUTER, ROWS_FEW_IN_PLACE, ROWS_IN_PLACE, ROWS_PACKED } rows_path;
+typedef enum {
+    ROWS_GROUPED_FEW,
+    ROWS_OUTER,
+    ROWS_FEW_IN_PLACE,
+    ROWS_IN_PLACE,
+    ROWS_PACKED
+} rows_path;
 
 static rows_path rows_path_of(const cg_plan *plan, const cg_dw_block *blk, int64_t kc)
 {

@@ -325,7 +325,8 @@ cg_f32_grouped_pixel_avx2(float *restrict out, int64_t ld, const float *restrict
  * (kernels/dwconv_rows_body.h), vectorised by the compiler for AVX2 + FMA. */
 __attribute__((target("avx2,fma"))) void
 cg_f32_dwconv_rows_avx2(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                        int64_t c_last, int64_t first, int64_t last, float *acc, float *dst, double *db_sums)
+                        int64_t c_last, int64_t first, int64_t last, float *acc, float *dst,
+                        double *db_sums)
 {
     cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, dst, db_sums);
 }
@@ -565,20 +566,16 @@ tiles(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t 
 }
 
 /* Each its own function, as on AVX-512. */
-AVX2_F16C static __attribute__((noinline)) void tiles_asking(const cg_plan *p, const void *dy,
-                                                             const void *x, int64_t c_first,
-                                                             int64_t c_last, int64_t first,
-                                                             int64_t last, float *acc,
-                                                             double *db_sums)
+AVX2_F16C static __attribute__((noinline)) void
+tiles_asking(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t c_last,
+             int64_t first, int64_t last, float *acc, double *db_sums)
 {
     tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, 1);
 }
 
-AVX2_F16C static __attribute__((noinline)) void tiles_plain(const cg_plan *p, const void *dy,
-                                                            const void *x, int64_t c_first,
-                                                            int64_t c_last, int64_t first,
-                                                            int64_t last, float *acc,
-                                                            double *db_sums)
+AVX2_F16C static __attribute__((noinline)) void
+tiles_plain(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t c_last,
+            int64_t first, int64_t last, float *acc, double *db_sums)
 {
     tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, 0);
 }

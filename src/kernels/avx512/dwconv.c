@@ -578,7 +578,8 @@ cg_f32_grouped_pixel_avx512(float *restrict out, int64_t ld, const float *restri
  * (kernels/dwconv_rows_body.h), vectorised by the compiler for AVX-512. */
 __attribute__((target("avx512f"))) void
 cg_f32_dwconv_rows_avx512(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                          int64_t c_last, int64_t first, int64_t last, float *acc, float *dst, double *db_sums)
+                          int64_t c_last, int64_t first, int64_t last, float *acc, float *dst,
+                          double *db_sums)
 {
     cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, dst, db_sums);
 }
