@@ -352,11 +352,6 @@ static int64_t runs_scratch_floats(const cg_plan *p, int64_t kc, const cg_dw_blo
                      : 0;
 }
 
-/* cg_general_rows on the gemm_runs kernel (in_place). For each pass: a
- * kernel row, a chunk of its channels, then its taps (the x lines of the
- * chunk stay in L1 from one tap to the next), then the blocks of mr output
- * channels. A chunk is at most a micro-panel wide, shared out in whole
- * vectors (cg_rows_panel). */
 /* db_sums (cg_general_rows') += dy's rows [r0, r1), every channel. */
 static void add_db(const cg_plan *p, const void *dy, int64_t r0, int64_t r1, double *db_sums)
 {
@@ -365,6 +360,11 @@ static void add_db(const cg_plan *p, const void *dy, int64_t r0, int64_t r1, dou
                                p->cout);
 }
 
+/* cg_general_rows on the gemm_runs kernel (in_place). For each pass: a
+ * kernel row, a chunk of its channels, then its taps (the x lines of the
+ * chunk stay in L1 from one tap to the next), then the blocks of mr output
+ * channels. A chunk is at most a micro-panel wide, shared out in whole
+ * vectors (cg_rows_panel). */
 static void runs_rows(const cg_plan *p, const void *dy, const void *x, const cg_dw_block *blk,
                       int64_t first, int64_t last, int64_t kc, float *scratch, float beta,
                       float *dst, double *db_sums)

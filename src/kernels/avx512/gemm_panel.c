@@ -6,7 +6,8 @@
  * 24 x 16 for the packed kernel (24 accumulators each, so a narrow tail of
  * columns still keeps both FMA ports busy), 8 rows for the in-place ones (a
  * pointer a row in a register), but for the runs' whole tiles (12 x 32,
- * 24 x 16, and 7 rows of 48 or 32 columns: their rows lie side by side).
+ * 24 x 16, and 7 rows of 64, 48 or 32 columns: their rows lie side by side;
+ * the runs kernel alone takes up to 64 columns, its B read in place).
  * Both panels are read in order (the packer laid them out so), C only at
  * the ends: its lines are prefetched when a tile starts and needed when it
  * ends. */
