@@ -98,12 +98,14 @@ static inline int64_t cg_padded_row_pixels(const cg_plan *p)
     return (p->out_w - 1) * p->stride_w + (p->kernel_w - 1) * p->dil_w + 1;
 }
 
-/* Whether such a row stays near x: an output row is taken as given, so past
- * the forward formula's it can reach far beyond the image (the fuzzers
- * found rows of gigabytes); those shapes take paths that copy no rows. */
+/* Whether such a row stays near x: at most twice x's row and the kernel's
+ * reach. An output row is taken as given, so past the forward formula's it
+ * can reach far beyond the image, and so can a padding far wider than the
+ * kernel (the fuzzers found rows of gigabytes, then a pad_l of 1.9e9 on a
+ * row of 4 pixels); those shapes take paths that copy no rows. */
 static inline int cg_padded_row_near_x(const cg_plan *p)
 {
-    return cg_padded_row_pixels(p) <= 2 * (p->pad_l + p->in_w + p->kernel_w);
+    return cg_padded_row_pixels(p) <= 2 * (p->in_w + p->kernel_w * p->dil_w);
 }
 
 /* Floats of such a row with all of x's channels. */

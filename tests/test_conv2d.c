@@ -83,6 +83,10 @@ static const shape SHAPES[] = {
      .sh = 2, .sw = 2, .pt = 3, .pb = 3, .pl = 3, .pr = 3, .wide = 1},
     {"7x7 stem, stride 2, 3->64", .n = 1, .h = 14, .w = 13, .cin = 3, .cout = 64, .kh = 7, .kw = 7,
      .sh = 2, .sw = 2, .pt = 3, .pb = 3, .pl = 3, .pr = 3},
+    /* 39 output columns, almost all of them padding: no copy of a padded row
+     * (that row was 1.9e9 pixels long) */
+    {"1x1 6->16, a left pad of 1953853550, stride 6x50331651", .n = 1, .h = 8, .w = 4, .cin = 6,
+     .cout = 16, .kh = 1, .kw = 1, .sh = 6, .sw = 50331651, .pt = 2, .pl = 1953853550, .pr = 3},
     {"output 1x1 (no pads), batch 3", .n = 3, .h = 3, .w = 3, .cin = 8, .cout = 9, .kh = 3,
      .kw = 3},
     {"output 1x1 (stride 5)", .n = 2, .h = 5, .w = 4, .cin = 4, .cout = 4, .kh = 2, .kw = 2,

@@ -9,7 +9,8 @@ layout on a few shapes (groups, depthwise, stride, dilation, pads, 1x1),
 forced small tiles and the library's own, and each error class. The format
 is the one fuzz_conv2d.c's decode() reads; every int field is written raw
 (byte 0xF0, then 4 bytes little-endian), so a seed means exactly what it
-says here. Rerunning rewrites the directory (stale seeds go).
+says here. Rerunning rewrites the directory (stale seeds go), except the
+regression seeds (regress-*: inputs the fuzzer found, kept as it wrote them).
 """
 import os
 import struct
@@ -156,7 +157,8 @@ def seeds():
 def main():
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
-        os.remove(os.path.join(OUT, f))
+        if not f.startswith("regress-"):
+            os.remove(os.path.join(OUT, f))
     s = seeds()
     for name, data in s.items():
         with open(os.path.join(OUT, name), "wb") as f:
