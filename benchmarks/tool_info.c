@@ -168,12 +168,17 @@ const tool_isa *tool_isa_info(void)
 
 const char *tool_isa_text(void)
 {
-    static char buf[160];
+    static char buf[320];
     const tool_isa *i = tool_isa_info();
     if (i->requested)
         snprintf(buf, sizeof buf, "requested %s, running %s", i->requested, i->running);
     else
         snprintf(buf, sizeof buf, "CONVGRAD_ISA unset, running %s", i->running);
+    /* the library plans for these caches instead of the CPU's (docs/kernels.md) */
+    const char *caches = getenv("CONVGRAD_CACHES");
+    if (caches && *caches)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), ", planned for CONVGRAD_CACHES=%.60s",
+                 caches);
     return buf;
 }
 

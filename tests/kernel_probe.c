@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Prints the kernel context this process gets (tests/test_kernel_context.c
- * runs it with CONVGRAD_ISA set: the context is chosen once per process):
+ * runs it with CONVGRAD_ISA or CONVGRAD_CACHES set: the context is chosen
+ * once per process):
  *
  *   isa avx2
  *   cpu_isa avx512
- *   cache 49152 2097152
+ *   cache 49152 2097152 16777216   (L1, L2, the streaming threshold)
  *   gemm_tile 12 16
  *   gemm_panel cg_f32_gemm_panel_avx2_12x16
  *   gemm_indirect cg_f32_gemm_indirect_avx2_12x16
@@ -17,9 +18,9 @@
 int main(void)
 {
     const cg_kernel_context *k = cg_kernels();
-    printf("isa %s\ncpu_isa %s\ncache %ld %ld\ngemm_tile %d %d\n", cg_isa_name(k->isa),
-           cg_isa_name(k->cpu_isa), k->l1_bytes, k->l2_bytes, k->entry.gemm_panel->mr,
-           k->entry.gemm_panel->nr);
+    printf("isa %s\ncpu_isa %s\ncache %ld %ld %ld\ngemm_tile %d %d\n", cg_isa_name(k->isa),
+           cg_isa_name(k->cpu_isa), k->l1_bytes, k->l2_bytes, k->stream_bytes,
+           k->entry.gemm_panel->mr, k->entry.gemm_panel->nr);
     const char *const slots[] = {
         "gemm_panel",      "gemm_indirect", "gemm_runs",      "pack_rows",    "pack_rows_f16",
         "pack_transposed", "dwconv_rows",   "dwconv3x3_rows", "grouped_rows", "outer_rows",

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The kernel context under each CONVGRAD_ISA: it is chosen once per
+/* The kernel context under each CONVGRAD_ISA (and CONVGRAD_CACHES): it is chosen once per
  * process, so each case runs tests/kernel_probe.c in a child with the
  * variable set and reads what it chose. Stated against the list: the cap
  * in effect, each slot's kernel at most that wide and the fastest line the
@@ -16,19 +16,24 @@ typedef struct probe {
     char out[4096];
 } probe;
 
-/* The probe's stdout and stderr with CONVGRAD_ISA=value (NULL: unset). */
-static void run_probe(const char *value, probe *pr)
+/* The probe's stdout and stderr with `env` before it (env(1)'s arguments). */
+static void run_probe_env(const char *env, probe *pr)
 {
     char cmd[1024];
-    if (value)
-        snprintf(cmd, sizeof cmd, "CONVGRAD_ISA='%s' '%s' 2>&1", value, CG_KERNEL_PROBE);
-    else
-        snprintf(cmd, sizeof cmd, "env -u CONVGRAD_ISA '%s' 2>&1", CG_KERNEL_PROBE);
+    snprintf(cmd, sizeof cmd, "env %s '%s' 2>&1", env, CG_KERNEL_PROBE);
     FILE *f = popen(cmd, "r");
     cr_assert_not_null(f, "popen %s", cmd);
     size_t n = fread(pr->out, 1, sizeof pr->out - 1, f);
     pr->out[n] = '\0';
     cr_assert_eq(pclose(f), 0, "%s failed:\n%s", cmd, pr->out);
+}
+
+/* The probe with CONVGRAD_ISA=value. */
+static void run_probe(const char *value, probe *pr)
+{
+    char env[256];
+    snprintf(env, sizeof env, "CONVGRAD_ISA='%s'", value);
+    run_probe_env(env, pr);
 }
 
 /* A field of the probe's output against what it must be. */
@@ -102,9 +107,9 @@ static void check_choice(const probe *pr, cg_isa isa)
             assert_same(field(pr, "gemm_tile", buf, sizeof buf), want, pr);
         }
     }
-    long l1, l2;
-    cr_assert_eq(sscanf(field(pr, "cache", buf, sizeof buf), "%ld %ld", &l1, &l2), 2);
-    cr_assert(l1 >= 4096 && l2 >= 65536, "cache sizes %ld %ld", l1, l2);
+    long l1, l2, stream;
+    cr_assert_eq(sscanf(field(pr, "cache", buf, sizeof buf), "%ld %ld %ld", &l1, &l2, &stream), 3);
+    cr_assert(l1 >= 4096 && l2 >= 65536 && stream > 0, "cache sizes %ld %ld %ld", l1, l2, stream);
 }
 
 /* How the probe begins: the notice, or nothing (its first line is "isa"). */
@@ -143,7 +148,7 @@ static void check_request(const char *value, cg_isa want)
 Test(kernel_context, unset_takes_the_widest_set_the_cpu_runs)
 {
     probe pr;
-    run_probe(NULL, &pr);
+    run_probe_env("-u CONVGRAD_ISA", &pr);
     check_notice(&pr, NULL);
     check_choice(&pr, cg_kernels()->cpu_isa);
 }
@@ -207,4 +212,53 @@ Test(kernel_context, an_empty_value_takes_the_default_quietly)
     run_probe("", &pr);
     check_notice(&pr, NULL);
     check_choice(&pr, cg_kernels()->cpu_isa);
+}
+
+/* CONVGRAD_CACHES sets the sizes the plans are made for: L1, L2 and the
+ * last level (the streaming threshold is the smaller of it and 16 MiB). */
+Test(kernel_context, caches_set_the_sizes)
+{
+    static const struct {
+        const char *value, *cache;
+    } cases[] = {{"32K,512K,8M", "32768 524288 8388608"},
+                 {"48K,2M,1G", "49152 2097152 16777216"},
+                 {"32768,1048576,33554432", "32768 1048576 16777216"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char env[256], buf[128];
+        snprintf(env, sizeof env, "-u CONVGRAD_ISA CONVGRAD_CACHES='%s'", cases[i].value);
+        probe pr;
+        run_probe_env(env, &pr);
+        check_notice(&pr, NULL);
+        check_choice(&pr, cg_kernels()->cpu_isa);
+        assert_same(field(&pr, "cache", buf, sizeof buf), cases[i].cache, &pr);
+    }
+}
+
+/* A value that is not three sizes in range says so in one line and keeps
+ * the CPU's sizes; an empty one is no request. */
+Test(kernel_context, caches_not_three_sizes_say_so)
+{
+    probe own;
+    run_probe_env("-u CONVGRAD_ISA -u CONVGRAD_CACHES", &own);
+    char cpu[128], buf[128];
+    field(&own, "cache", cpu, sizeof cpu);
+    static const char *const values[] = {"32K,512K",     "32K,512K,32M,1", "1K,512K,32M",
+                                         "32k,512K,32M", "32K,512K,256K",  "32K;512K;32M",
+                                         "32K,512K,"};
+    for (size_t i = 0; i < sizeof values / sizeof *values; i++) {
+        char env[256], notice[256];
+        snprintf(env, sizeof env, "-u CONVGRAD_ISA CONVGRAD_CACHES='%s'", values[i]);
+        probe pr;
+        run_probe_env(env, &pr);
+        snprintf(notice, sizeof notice,
+                 "convgrad: CONVGRAD_CACHES=%s is not L1,L2,L3 sizes (e.g. 32K,512K,32M; L1 "
+                 "4K-1M, L2 64K-64M, L3 L2-1G); using this CPU's",
+                 values[i]);
+        check_notice(&pr, notice);
+        assert_same(field(&pr, "cache", buf, sizeof buf), cpu, &pr);
+    }
+    probe pr;
+    run_probe_env("-u CONVGRAD_ISA CONVGRAD_CACHES=", &pr);
+    check_notice(&pr, NULL);
+    assert_same(field(&pr, "cache", buf, sizeof buf), cpu, &pr);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* One place chooses every kernel: from cpuid, the cache sizes and
- * CONVGRAD_ISA, once per process (BLIS's cntx, oneDNN's ONEDNN_MAX_CPU_ISA). */
+ * CONVGRAD_ISA (and CONVGRAD_CACHES), once per process (BLIS's cntx,
+ * oneDNN's ONEDNN_MAX_CPU_ISA). */
 #include "kernels/context.h"
 
 #include <pthread.h>
@@ -127,6 +128,54 @@ static long sysfs_llc_bytes(void)
     return best;
 }
 
+/* One size of CONVGRAD_CACHES: digits, then K, M or G (1024-based) or
+ * nothing; its end in *end. -1 where it is none. */
+static long cache_size_of(const char *s, const char **end)
+{
+    long v = 0;
+    const char *at = s;
+    for (; *at >= '0' && *at <= '9' && v < (1L << 40); at++)
+        v = v * 10 + (*at - '0');
+    if (at == s)
+        return -1;
+    const long unit = *at == 'K' ? 1L << 10 : *at == 'M' ? 1L << 20 : *at == 'G' ? 1L << 30 : 1;
+    at += unit > 1;
+    *end = at;
+    return v < (1L << 40) ? v * unit : -1;
+}
+
+/* CONVGRAD_CACHES=L1,L2,L3 (e.g. 32K,512K,32M: an AMD Zen 3's): the sizes
+ * the blocking and the paths are chosen for instead of this CPU's, so that
+ * the suite runs another CPU's plans on any machine. Returns whether it is
+ * set and valid (each in the range detection accepts, L3 >= L2); says on
+ * stderr why not where it is set but invalid. */
+static int caches_asked(long *l1, long *l2, long *l3)
+{
+    const char *want = getenv("CONVGRAD_CACHES");
+    if (!want || !*want)
+        return 0;
+    long v[3];
+    const char *at = want;
+    int n = 0;
+    for (; n < 3; n++) {
+        if ((v[n] = cache_size_of(at, &at)) < 0 || *at != (n < 2 ? ',' : '\0'))
+            break;
+        at += n < 2;
+    }
+    if (n == 3 && v[0] >= 4 << 10 && v[0] <= 1 << 20 && v[1] >= 64 << 10 && v[1] <= 64 << 20 &&
+        v[2] >= v[1] && v[2] <= 1L << 30) {
+        *l1 = v[0];
+        *l2 = v[1];
+        *l3 = v[2];
+        return 1;
+    }
+    fprintf(stderr,
+            "convgrad: CONVGRAD_CACHES=%s is not L1,L2,L3 sizes (e.g. 32K,512K,32M; L1 4K-1M, "
+            "L2 64K-64M, L3 L2-1G); using this CPU's\n",
+            want);
+    return 0;
+}
+
 /* Outputs streamed past the caches are larger than the last-level cache
  * and than this (make_context). */
 enum { STREAM_MOST_BYTES = 16 << 20 };
@@ -145,13 +194,15 @@ static void make_context(void)
     ctx->cpu_features = detect_features();
     ctx->cpu_isa = widest_isa(ctx->cpu_features);
     ctx->isa = capped_isa(ctx->cpu_isa);
-    ctx->l1_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 4 << 10, 1 << 20, 32 << 10);
-    ctx->l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 64 << 10, 64 << 20, 512 << 10);
-    const long llc = sysfs_llc_bytes();
-    const long llc_bytes =
-        llc >= ctx->l2_bytes && llc <= (1L << 30)
-            ? llc
-            : cache_bytes(_SC_LEVEL3_CACHE_SIZE, ctx->l2_bytes, 1L << 30, 32L << 20);
+    long llc_bytes;
+    if (!caches_asked(&ctx->l1_bytes, &ctx->l2_bytes, &llc_bytes)) {
+        ctx->l1_bytes = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 4 << 10, 1 << 20, 32 << 10);
+        ctx->l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 64 << 10, 64 << 20, 512 << 10);
+        const long llc = sysfs_llc_bytes();
+        llc_bytes = llc >= ctx->l2_bytes && llc <= (1L << 30)
+                        ? llc
+                        : cache_bytes(_SC_LEVEL3_CACHE_SIZE, ctx->l2_bytes, 1L << 30, 32L << 20);
+    }
     /* a guest sees its host's whole last-level cache (300 MiB on a Xeon of
      * family 6 model 207), of which it has a share: there, a depthwise
      * forward and one read of its output after it ran 0.62-0.96x as fast

@@ -2,7 +2,8 @@
 /* The kernel context: for this CPU, the kernel of each slot of the list
  * and the sizes the drivers block for, chosen once per process
  * (docs/kernels.md). CONVGRAD_ISA=ref|avx2|avx512 in the environment caps
- * the choice. */
+ * the choice; CONVGRAD_CACHES=L1,L2,L3 sets the cache sizes instead of the
+ * CPU's. */
 #ifndef CG_KERNELS_CONTEXT_H
 #define CG_KERNELS_CONTEXT_H
 #include "kernels/list.h"
