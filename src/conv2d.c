@@ -949,8 +949,8 @@ static int forward_padded(const job *jb)
            cg_padded_row_near_x(p);
 }
 
-/* Padded input rows a tile of `count` pixels takes: one an output row it
- * touches and kernel row, and one of zeros. */
+/* Padded input rows a tile of `count` pixels takes at most: one an output
+ * row it touches and kernel row, and one of zeros. */
 static int64_t padded_rows(const cg_plan *p, int64_t count)
 {
     return ((count + p->out_w - 1) / p->out_w + 1) * p->kernel_h + 1;
@@ -958,30 +958,44 @@ static int64_t padded_rows(const cg_plan *p, int64_t count)
 
 /* The row tables of a tile for forward_padded, over `pad` (padded_rows
  * rows): segment kh of pixel t is its kernel row in a padded copy of input
- * row iy (the zero row where iy is outside x), wholly inside. */
+ * row iy (the zero row where iy is outside x), wholly inside. An input row
+ * the output row before also read keeps its copy (the stem's 7 kernel rows
+ * at stride 2: 2 copies an output row, not 7). */
 static void padded_tables(const job *jb, const tile *tl, float *pad, int64_t *tab)
 {
     const cg_plan *p = &jb->plan;
     const int64_t count = tl->count, len = cg_padded_row_floats(p);
     const int64_t seg = p->kernel_w * p->cin, e = p->kernel_h * count;
+    const int64_t pixel = p->stride_w * p->cin; /* an output pixel's step in a copy */
     int64_t *at = tab, *lo = tab + e, *hi = tab + 2 * e, copies = 1;
     cg_zero_floats(pad, len); /* copy 0: the zero row */
     tile_pos pos = tile_start(tl);
+    int64_t before = -1, before_j = 0, before_n = 0, before_iy = 0; /* the output row before */
     for (int64_t t = 0; t < count;) {
         const int64_t run = min64(count - t, tl->width - pos.j); /* the rest of an output row */
+        const int64_t iy0 = pos.i * p->stride_h - p->pad_u;
         for (int64_t kh = 0; kh < p->kernel_h; kh++) {
-            const int64_t iy = pos.i * p->stride_h + kh * p->dil_h - p->pad_u;
+            const int64_t iy = iy0 + kh * p->dil_h, d = iy - before_iy;
             int64_t row = 0;
             if (iy >= 0 && iy < p->in_h) {
-                row = copies++ * len;
-                cg_pad_row(p, jb->in0, pos.n, iy, pad + row);
+                if (before >= 0 && pos.n == before_n && d >= 0 && d % p->dil_h == 0 &&
+                    d / p->dil_h < p->kernel_h) { /* kernel row d / dil_h of the row before */
+                    row = at[d / p->dil_h * count + before] - before_j * pixel;
+                } else {
+                    row = copies++ * len;
+                    cg_pad_row(p, jb->in0, pos.n, iy, pad + row);
+                }
             }
             for (int64_t i = 0; i < run; i++) {
-                at[kh * count + t + i] = row + (pos.j + i) * p->stride_w * p->cin;
+                at[kh * count + t + i] = row + (pos.j + i) * pixel;
                 lo[kh * count + t + i] = 0;
                 hi[kh * count + t + i] = seg;
             }
         }
+        before = t;
+        before_j = pos.j;
+        before_n = pos.n;
+        before_iy = iy0;
         t += run;
         tile_advance(tl, &pos, run);
     }

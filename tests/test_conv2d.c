@@ -81,6 +81,10 @@ static const shape SHAPES[] = {
      .dw = 3, .pt = 0, .pb = 1, .pl = 2, .pr = 0},
     {"7x7 stem, stride 2, 3->16", .n = 2, .h = 16, .w = 15, .cin = 3, .cout = 16, .kh = 7, .kw = 7,
      .sh = 2, .sw = 2, .pt = 3, .pb = 3, .pl = 3, .pr = 3, .wide = 1},
+    /* few channels a tap, many a kernel row: the forward's padded row copies,
+     * kept from one output row to the next (dilated: every other row) */
+    {"5x5 dilation 2x1, 4->16, pads 3 2 2 2", .n = 2, .h = 11, .w = 9, .cin = 4, .cout = 16,
+     .kh = 5, .kw = 5, .dh = 2, .pt = 3, .pb = 2, .pl = 2, .pr = 2, .wide = 1},
     {"7x7 stem, stride 2, 3->64", .n = 1, .h = 14, .w = 13, .cin = 3, .cout = 64, .kh = 7, .kw = 7,
      .sh = 2, .sw = 2, .pt = 3, .pb = 3, .pl = 3, .pr = 3},
     /* 39 output columns, almost all of them padding: no copy of a padded row
