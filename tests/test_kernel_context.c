@@ -244,7 +244,7 @@ Test(kernel_context, caches_not_three_sizes_say_so)
     field(&own, "cache", cpu, sizeof cpu);
     static const char *const values[] = {"32K,512K",     "32K,512K,32M,1", "1K,512K,32M",
                                          "32k,512K,32M", "32K,512K,256K",  "32K;512K;32M",
-                                         "32K,512K,"};
+                                         "32K,512K,", "32K,512K,99999999999999999999G"};
     for (size_t i = 0; i < sizeof values / sizeof *values; i++) {
         char env[256], notice[256];
         snprintf(env, sizeof env, "-u CONVGRAD_ISA CONVGRAD_CACHES='%s'", values[i]);

@@ -129,19 +129,20 @@ static long sysfs_llc_bytes(void)
 }
 
 /* One size of CONVGRAD_CACHES: digits, then K, M or G (1024-based) or
- * nothing; its end in *end. -1 where it is none. */
+ * nothing; its end in *end. -1 where it is none, or past 2^31 units (no
+ * cache size is: the product cannot overflow). */
 static long cache_size_of(const char *s, const char **end)
 {
     long v = 0;
     const char *at = s;
-    for (; *at >= '0' && *at <= '9' && v < (1L << 40); at++)
-        v = v * 10 + (*at - '0');
+    for (; *at >= '0' && *at <= '9'; at++)
+        if ((v = v * 10 + (*at - '0')) > (1L << 31))
+            return -1;
     if (at == s)
         return -1;
     const long unit = *at == 'K' ? 1L << 10 : *at == 'M' ? 1L << 20 : *at == 'G' ? 1L << 30 : 1;
-    at += unit > 1;
-    *end = at;
-    return v < (1L << 40) ? v * unit : -1;
+    *end = at + (unit > 1);
+    return v * unit;
 }
 
 /* CONVGRAD_CACHES=L1,L2,L3 (e.g. 32K,512K,32M: an AMD Zen 3's): the sizes
