@@ -59,6 +59,10 @@ static const shape SHAPES[] = {
     {"1x1, 272->100", .n = 1, .h = 4, .w = 5, .cin = 272, .cout = 100, .kh = 1, .kw = 1},
     {"3x3 pad 1, 16->17", .n = 2, .h = 6, .w = 5, .cin = 16, .cout = 17, .kh = 3, .kw = 3,
      .pt = 1, .pb = 1, .pl = 1, .pr = 1},
+    /* K (135) past kc but A packed (15 channels a tap, taps apart): K in kc
+     * blocks, the packing space's, on more pixels than an A block */
+    {"3x3 dilation 1x2, 15->16 on 40x40", .n = 1, .h = 40, .w = 40, .cin = 15, .cout = 16,
+     .kh = 3, .kw = 3, .dw = 2, .pt = 1, .pb = 1, .pl = 2, .pr = 2},
     {"3x3 pad 1, 64->64, batch 1", .n = 1, .h = 4, .w = 5, .cin = 64, .cout = 64, .kh = 3, .kw = 3,
      .pt = 1, .pb = 1, .pl = 1, .pr = 1, .wide = 1},
     {"3x3 pad 1, 33->1", .n = 2, .h = 5, .w = 5, .cin = 33, .cout = 1, .kh = 3, .kw = 3,

@@ -242,9 +242,9 @@ Test(kernel_context, caches_not_three_sizes_say_so)
     run_probe_env("-u CONVGRAD_ISA -u CONVGRAD_CACHES", &own);
     char cpu[128], buf[128];
     field(&own, "cache", cpu, sizeof cpu);
-    static const char *const values[] = {"32K,512K",     "32K,512K,32M,1", "1K,512K,32M",
-                                         "32k,512K,32M", "32K,512K,256K",  "32K;512K;32M",
-                                         "32K,512K,", "32K,512K,99999999999999999999G"};
+    static const char *const values[] = {
+        "32K,512K",      "32K,512K,32M,1", "1K,512K,32M", "32k,512K,32M",
+        "32K,512K,256K", "32K;512K;32M",   "32K,512K,",   "32K,512K,99999999999999999999G"};
     for (size_t i = 0; i < sizeof values / sizeof *values; i++) {
         char env[256], notice[256];
         snprintf(env, sizeof env, "-u CONVGRAD_ISA CONVGRAD_CACHES='%s'", values[i]);

@@ -98,9 +98,10 @@ typedef struct cg_rows_b {
 } cg_rows_b;
 
 /* The rows of K a block of cg_gemm_rows for A whose rows are pieces of
- * `piece` floats: the blocking's kc, or all of K where K is longer, a row
- * is one piece (a 1x1 convolution's pixels, read in place) and B's
- * micro-panel of all of K fits in a quarter of L2. */
+ * `piece` floats: the blocking's kc, or all of K where K is longer, B's
+ * micro-panel of all of K fits in a quarter of L2, and a row is one piece
+ * (a 1x1 convolution's pixels, read in place) or K is at most 1.5 kc and
+ * A's rows are read in place (the stem's 147 against 128). */
 int64_t cg_rows_kc(const cg_gemm_blocking *bl, int64_t k, int64_t piece);
 
 /* Floats B (k x n, columns in `parts` shares) takes packed for

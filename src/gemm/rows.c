@@ -170,8 +170,15 @@ int64_t cg_rows_kc(const cg_gemm_blocking *bl, int64_t k, int64_t piece)
     /* C's tile then stays in registers over the whole sum instead of being
      * loaded and stored every kc, and A's rows stream whole: r50_1x1_14's
      * forward 1.08-1.12x (1 and 2 cores; AVX2 1.03-1.04x); with the 3x3
-     * layers' nine pieces a row 0.90-1.04x, so only here */
-    const int whole = bl->indirect && k > bl->kc && piece >= k &&
+     * layers' nine pieces a row 0.90-1.04x, so only there. And where K is
+     * at most half as long again as kc and A is read in place (its packing
+     * space holds kc steps): the stem's 147 (7 kernel rows of 21 floats)
+     * against 128, whose last kernel row was cut in two and its tile stored
+     * and loaded once more for 19 steps: its forward 1.04-1.05x (1 core),
+     * 1.04-1.06x (2) */
+    const int in_place = piece >= CG_INDIRECT_MIN_PIECE;
+    const int whole = bl->indirect && k > bl->kc &&
+                      (piece >= k || (in_place && 2 * k <= 3 * bl->kc)) &&
                       k * bl->nr * (int64_t)sizeof(float) <= cg_kernels()->l2_bytes / 4;
     return whole ? k : bl->kc;
 }
