@@ -797,12 +797,6 @@ static void rows_product(const job *jb, const float *src, const int64_t *tab, in
     }
 }
 
-/* Whether cg_gemm_rows reads A, pieces of `piece` floats, in place. */
-static int reads_a_in_place(int64_t piece)
-{
-    return cg_gemm_blocking_here()->indirect && piece >= CG_INDIRECT_MIN_PIECE;
-}
-
 /* Whether the forward packs w's B (b_floats packed, every group's) a
  * micro-panel at a time as each core's kernels reach it (cg_rows_b), rather
  * than all of it before them: where it is larger than L2 (the packed copy
@@ -813,7 +807,7 @@ static int reads_a_in_place(int64_t piece)
 static int packs_b_as_it_goes(int64_t b_floats, int64_t rows, int64_t piece)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    return b_floats * (int64_t)sizeof(float) > cg_kernels()->l2_bytes && reads_a_in_place(piece) &&
+    return b_floats * (int64_t)sizeof(float) > cg_kernels()->l2_bytes && cg_rows_reads_a_in_place(bl, piece) &&
            rows <= cg_rows_tile_most(bl, 0);
 }
 
@@ -1056,7 +1050,7 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     const int64_t plane = p->out_h * p->out_w;
     tile_queue queue =
         tile_queue_of(jb, rank, p->rows, tile_rows, by_channels,
-                      reads_a_in_place(piece) ? cg_rows_panels(bl, p->cout_g, cols.parts) : 0);
+                      cg_rows_reads_a_in_place(bl, piece) ? cg_rows_panels(bl, p->cout_g, cols.parts) : 0);
     for (int64_t t = take_tile(&queue); t < queue.items;) {
         const int64_t row = item_tile(&queue, t) * tile_rows, next = take_tile(&queue);
         const int64_t next_row = item_tile(&queue, next) * tile_rows;
@@ -1490,7 +1484,7 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     if (on_rows) { /* tiles of the pixel order shared out as they come */
         tile_queue queue =
             tile_queue_of(jb, rank, pixels, tile_rows, by_channels,
-                          reads_a_in_place(p->cout_g)
+                          cg_rows_reads_a_in_place(cg_gemm_blocking_here(), p->cout_g)
                               ? cg_rows_panels(cg_gemm_blocking_here(), p->cin_g, cols.parts)
                               : 0);
         for (int64_t t = take_tile(&queue); t < queue.items;) {

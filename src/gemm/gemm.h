@@ -97,6 +97,10 @@ typedef struct cg_rows_b {
     int64_t kc; /* K's blocks, of the packing and the product (cg_rows_kc) */
 } cg_rows_b;
 
+/* Whether cg_gemm_rows reads A, rows of pieces of `piece` floats, in place
+ * (the indirect kernel through a pointer a row), not packed. */
+int cg_rows_reads_a_in_place(const cg_gemm_blocking *bl, int64_t piece);
+
 /* The rows of K a block of cg_gemm_rows for A whose rows are pieces of
  * `piece` floats: the blocking's kc, or all of K where K is longer, B's
  * micro-panel of all of K fits in a quarter of L2, and a row is one piece

@@ -165,6 +165,13 @@ int64_t cg_rows_tile_most(const cg_gemm_blocking *bl, int b_packed)
     return !b_packed && bl->indirect && twice ? 2 * bl->mc : bl->mc;
 }
 
+int cg_rows_reads_a_in_place(const cg_gemm_blocking *bl, int64_t piece)
+{
+    /* the pointers, MOST_PIECES a row, take the space of A's packed block */
+    return bl->indirect && piece >= CG_INDIRECT_MIN_PIECE &&
+           MOST_PIECES * sizeof(float *) <= (size_t)bl->kc * sizeof(float);
+}
+
 int64_t cg_rows_kc(const cg_gemm_blocking *bl, int64_t k, int64_t piece)
 {
     /* C's tile then stays in registers over the whole sum instead of being
@@ -176,9 +183,8 @@ int64_t cg_rows_kc(const cg_gemm_blocking *bl, int64_t k, int64_t piece)
      * against 128, whose last kernel row was cut in two and its tile stored
      * and loaded once more for 19 steps: its forward 1.04-1.05x (1 core),
      * 1.04-1.06x (2) */
-    const int in_place = piece >= CG_INDIRECT_MIN_PIECE;
-    const int whole = bl->indirect && k > bl->kc &&
-                      (piece >= k || (in_place && 2 * k <= 3 * bl->kc)) &&
+    const int whole = k > bl->kc && cg_rows_reads_a_in_place(bl, piece) &&
+                      (piece >= k || 2 * k <= 3 * bl->kc) &&
                       k * bl->nr * (int64_t)sizeof(float) <= cg_kernels()->l2_bytes / 4;
     return whole ? k : bl->kc;
 }
@@ -266,9 +272,7 @@ void cg_gemm_rows(const cg_gemm_blocking *blocking, int64_t m, int64_t n, int64_
     const cg_gemm_blocking *bl = &blocks;
     const int64_t np = cg_rows_panels(bl, n, b->parts) * bl->nr, j_first = q_first * bl->nr,
                   j_last = q_last * bl->nr;
-    /* the pointers, MOST_PIECES a row, take the space of A's packed block */
-    const int indirect = bl->indirect && a->piece >= CG_INDIRECT_MIN_PIECE &&
-                         MOST_PIECES * sizeof(float *) <= (size_t)bl->kc * sizeof(float);
+    const int indirect = cg_rows_reads_a_in_place(blocking, a->piece);
     if (!b->packed) {
         product_b_as_it_goes(bl, m, n, k, a, b, q_first, q_last, beta, init, c, ldc, pack,
                              indirect);
