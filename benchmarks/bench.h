@@ -40,6 +40,10 @@ typedef struct fma_result {
 /* The FMA loop of `bits` (512, 256; 0: the widest the CPU has) on `threads`
  * threads at once (total GFLOP/s); a width the CPU lacks gives its widest. */
 fma_result bench_fma_limit(int threads, int bits, int quick);
+/* One FMA loop of bench_fma_limit's width and a few milliseconds on `threads`
+ * threads at once (one: the calling thread), GFLOP/s: what the cores give at
+ * this moment, timed in each round beside the calls it is a limit for. */
+double bench_fma_now(int threads, int bits);
 /* The AVX2+FMA loop only (0 if the CPU lacks it), for context next to OpenBLAS's kernels. */
 double bench_fma_avx2(int threads, int quick);
 /* STREAM's copy (a = b) and triad (a = b + s*c) on `threads` threads at once, each
@@ -158,6 +162,10 @@ typedef struct result {
     int warm_reps;
     double warm_ms, warm_gflops;
     double warm_round_ms[WARM_ROUNDS_MOST]; /* each warm round's median (0: no burst) */
+    /* the share (%) of the FMA loop timed in the same round (bench_fma_now), the
+     * median over the timed rounds and over the warm ones (0: none), and those
+     * loops' median GFLOP/s */
+    double pct_fma, warm_pct_fma, fma_gflops, warm_fma_gflops;
     double reorder_ms; /* oneDNN: the conversion to OHWI, not in median_ms */
     double cost_ratio; /* any-order: the median of convgrad's time over its own, in pairs
                           back to back (0: none) */
@@ -202,6 +210,8 @@ typedef struct train_result {
     double warm_ms, warm_gflops, warm_phase_ms[NPHASE];
     /* each warm round's medians: the step's, then each phase's (0: no burst) */
     double warm_round_ms[WARM_ROUNDS_MOST][1 + NPHASE];
+    /* each phase's share (%) of the FMA loop timed in the same round, as result's */
+    double phase_pct_fma[NPHASE], warm_phase_pct_fma[NPHASE];
     int ok;
     int same_bits; /* as result's: y, dx, dw and db against the 1-core step's */
     char check_desc[240];
@@ -239,6 +249,7 @@ typedef struct limits {
     size_t stream_bytes, llc_bytes; /* each STREAM array's; the last-level cache (0: unknown) */
     int stream_reps;
     const char *fma_note; /* why that width: the kernel set that runs */
+    int fma_bits;         /* its width for bench_fma_now: 512, 256, or 0 (the CPU's widest) */
 } limits;
 
 extern limits g_lim;

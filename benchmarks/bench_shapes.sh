@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # ctest bench_shapes: convgrad-bench --shapes on a sample of benchdnn
 # descriptors runs every layer of the file, checks them all ok, and writes the
-# warm and interleaved figures, the roofline's columns and the kernel set in
-# results.csv, the memory bandwidth in the limits block and limits.csv, and the
+# warm and interleaved figures, their shares of the FMA loop timed in their
+# rounds, the roofline's columns and the kernel set in results.csv, the
+# memory bandwidth in the limits block and limits.csv, and the
 # roofline; a malformed line exits 2 (bad usage) with a message naming the file
 # and the line.
 #
@@ -31,6 +32,11 @@ head -n 1 "$out/results.csv" | grep -q "warm_median_ms.*isa_requested,isa_runnin
     fail "results.csv has no warm_median_ms, isa_requested, isa_running columns"
 head -n 1 "$out/results.csv" | grep -q "min_bytes,memory_bound,bandwidth_gb_per_s,gb_per_s," ||
     fail "results.csv has no roofline columns (min_bytes, memory_bound, ..., gb_per_s)"
+# every timed row has its share of the FMA loop timed in its own rounds, and that loop's GFLOP/s
+no_share=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    $col["median_ms"] > 0 && !($col["pct_fma_limit"] > 0 && $col["fma_limit_gflops"] > 0) { print $1 }' \
+    "$out/results.csv")
+[ -z "$no_share" ] || fail "rows without a share of the FMA loop in results.csv: $no_share"
 grep -q "memory bandwidth: copy *[0-9.]* GB/s, triad *[0-9.]* GB/s" "$out.stdout" ||
     fail "the limits block gives no memory bandwidth"
 grep -q "^stream_triad,1,,,[0-9]" "$out/limits.csv" ||

@@ -15,6 +15,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,13 +149,39 @@ typedef struct team_member {
     void *arg;
     int t, threads;
     pthread_barrier_t *start;
+    double began, ended; /* its own clock readings around its work */
 } team_member;
+
+/* Pins the calling thread to the t-th CPU it may run on (of
+ * sched_getaffinity's), so that a team's threads start on CPUs of their own:
+ * new threads start beside their creator and the scheduler spreads them
+ * only after a few milliseconds, a short loop's whole length. Best effort. */
+static void pin_to_cpu(int t)
+{
+    cpu_set_t allowed, one;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return;
+    for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (!CPU_ISSET(cpu, &allowed))
+            continue;
+        if (seen++ == t % CPU_COUNT(&allowed)) {
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+            return;
+        }
+    }
+}
 
 static void *team_thread(void *p)
 {
     team_member *m = p;
+    if (m->threads > 1)
+        pin_to_cpu(m->t);
     pthread_barrier_wait(m->start);
+    m->began = bench_now();
     m->work(m->arg, m->t, m->threads);
+    m->ended = bench_now();
     return NULL;
 }
 
@@ -164,7 +191,10 @@ static int team_size(int threads)
 }
 
 /* work(arg, t, threads) on `threads` (team_size) threads released by one
- * barrier: the wall seconds between the common start and the last thread's end. */
+ * barrier: the wall seconds from the first thread's start to the last one's
+ * end, each read by the thread itself (the calling thread, which waits, may
+ * get a CPU only after the others: its own readings would miss or add the
+ * time they ran without it). */
 static double team_run(int threads, team_work work, void *arg)
 {
     pthread_t tid[TEAM_MAX];
@@ -172,16 +202,19 @@ static double team_run(int threads, team_work work, void *arg)
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
     for (int t = 0; t < threads; ++t) {
-        m[t] = (team_member){work, arg, t, threads, &start};
+        m[t] = (team_member){work, arg, t, threads, &start, 0, 0};
         pthread_create(&tid[t], NULL, team_thread, &m[t]);
     }
     pthread_barrier_wait(&start);
-    double t0 = bench_now();
     for (int t = 0; t < threads; ++t)
         pthread_join(tid[t], NULL);
-    double dt = bench_now() - t0;
     pthread_barrier_destroy(&start);
-    return dt;
+    double first = m[0].began, last = m[0].ended;
+    for (int t = 1; t < threads; ++t) {
+        first = m[t].began < first ? m[t].began : first;
+        last = m[t].ended > last ? m[t].ended : last;
+    }
+    return last - first;
 }
 
 /* ---- the FMA limit ----------------------------------------------------------- */
@@ -243,16 +276,49 @@ static double fma_measure(enum fma_kind kind, int threads, int quick)
     return best;
 }
 
-fma_result bench_fma_limit(int threads, int bits, int quick)
+/* The FMA loop of `bits` (as bench_fma_limit's). */
+static enum fma_kind fma_kind_for(int bits)
 {
     enum fma_kind k = widest_fma();
     /* narrower than the widest only on request (--isa avx2 on an AVX-512 CPU) */
-    if (bits == 256 && k == FMA_512)
-        k = FMA_256;
+    return bits == 256 && k == FMA_512 ? FMA_256 : k;
+}
+
+fma_result bench_fma_limit(int threads, int bits, int quick)
+{
+    const enum fma_kind k = fma_kind_for(bits);
     fma_result r;
     r.isa = k == FMA_512 ? "avx512f" : k == FMA_256 ? "avx2+fma" : "scalar";
     r.gflops = fma_measure(k, threads, quick);
     return r;
+}
+
+double bench_fma_now(int threads, int bits)
+{
+    enum { NOW_MS = 4 };
+    static long iters[FMA_SCALAR + 1]; /* NOW_MS of each loop, calibrated once */
+    const enum fma_kind k = fma_kind_for(bits);
+    if (!iters[k]) {
+        const long probe = 20000;
+        double best = 1e9;
+        for (int r = 0; r < 3; ++r) {
+            const double t0 = bench_now();
+            volatile float s = run_fma(k, probe);
+            (void)s;
+            const double dt = bench_now() - t0;
+            best = dt < best ? dt : best;
+        }
+        iters[k] = best > 0 ? (long)(probe * NOW_MS * 1e-3 / best) : probe;
+        if (iters[k] < 1000)
+            iters[k] = 1000;
+    }
+    if (threads <= 1) { /* on the calling thread, where a 1-core call runs */
+        const double t0 = bench_now();
+        volatile float s = run_fma(k, iters[k]);
+        (void)s;
+        return flops_per_iter(k) * (double)iters[k] / (bench_now() - t0) * 1e-9;
+    }
+    return fma_once(k, threads, iters[k]);
 }
 
 double bench_fma_avx2(int threads, int quick)

@@ -13,6 +13,12 @@
  *
  * Timing: interleaved rounds (each round runs every implementation and core
  * count once, in a rotating order), after warm-up runs; medians are kept.
+ * Each round (and warm round) starts with a few milliseconds of the FMA loop
+ * on each core count's threads: a call's share of the FMA limit (%FMA, the
+ * targets) is its round's GFLOP/s over that round's loop, the median over
+ * the rounds, so that a slow stretch of a shared host, which slows both,
+ * does not read as the code's. The best-of limits measured first stay the
+ * CPU's figures (the limits' table, the plots, the machine balance).
  * Only the call is timed: buffers, primitives and workspaces are made before,
  * and out_dw is zeroed before each convgrad call outside the timed region.
  *
@@ -801,9 +807,12 @@ static void check_against_reference(check *c, const expected *ex, size_t elems, 
 typedef struct runner {
     int impl, dtype, mask, cores;
     double *t, *t_reorder;
+    double *t_fma;                         /* the GFLOP/s of the FMA loop timed in t[i]'s round */
+    double pct_fma, phase_pct_fma[NPHASE]; /* the timed rounds' (median_pct_fma) */
     int nt;
     double warm[WARM_MAX_CALLS]; /* the warm burst's seconds */
     int nwarm;
+    double warm_fma[WARM_ROUNDS_MOST]; /* the FMA loop's GFLOP/s in each warm round */
     /* each warm round's medians (ms): the call's or step's, then each phase's */
     double warm_round[WARM_ROUNDS_MOST][1 + NPHASE];
     double cost[COST_PAIRS]; /* any-order: convgrad's time over its own, a pair each */
@@ -1348,6 +1357,50 @@ static void phase_medians(const runner *r, int first, int n, double ms[NPHASE])
     free(v);
 }
 
+/* fma_now[cores] = the FMA loop (bench_fma_now) on as many threads as each
+ * core count of the runners (the CPUs at most), timed at the start of a round:
+ * the limit its calls are measured against, at the machine's pace of that
+ * moment (a shared host's slow stretches slow both alike). */
+static void time_fma_now(const runner *rs, int nr, double fma_now[33])
+{
+    double by_threads[33] = {0};
+    for (int i = 0; i < nr; ++i) {
+        const int threads = rs[i].cores < tool_online_cpus() ? rs[i].cores : tool_online_cpus();
+        if (by_threads[threads] <= 0)
+            by_threads[threads] = bench_fma_now(threads, g_lim.fma_bits);
+        fma_now[rs[i].cores] = by_threads[threads];
+    }
+}
+
+/* The median of the n values' positive ones (0: none). */
+static double median_positive(const double *x, int n)
+{
+    double *v = xalloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    int m = 0;
+    for (int k = 0; k < n; ++k)
+        if (x[k] > 0)
+            v[m++] = x[k];
+    const double med = m > 0 ? bench_median(v, m) : 0;
+    free(v);
+    return med;
+}
+
+/* The median share (%) of the FMA loop that `flops` reach in time[k * stride]
+ * (`unit` seconds each) against fma[k] GFLOP/s, over the n entries with both;
+ * 0 where none has. */
+static double median_pct_fma(double flops, const double *time, int stride, double unit,
+                             const double *fma, int n)
+{
+    double *v = xalloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    int m = 0;
+    for (int k = 0; k < n; ++k)
+        if (time[(size_t)k * stride] > 0 && fma[k] > 0)
+            v[m++] = 100.0 * flops / (time[(size_t)k * stride] * unit * 1e9) / fma[k];
+    const double pct = m > 0 ? bench_median(v, m) : 0;
+    free(v);
+    return pct;
+}
+
 /* r's warm burst of round `round` (< warm_rounds), after the timed rounds: one
  * untimed call (or step), then back-to-back ones for a warm_rounds-th of
  * --warm-ms (one at least), into r->warm; a training-step runner's phases go
@@ -1490,6 +1543,7 @@ static void run_layer(run_state *st, int li)
                 r->cores = GetCoreNum(r->mask);
                 r->max_reps = 0; /* decided after its first run */
                 r->t = calloc((size_t)o->reps, sizeof(double));
+                r->t_fma = calloc((size_t)o->reps, sizeof(double));
                 r->t_reorder = calloc((size_t)o->reps, sizeof(double));
                 if (is_convgrad(impl)) {
                     r->out_bytes = ndw * (dt == DT_FP32 ? sizeof(float) : sizeof(float16));
@@ -1504,6 +1558,7 @@ static void run_layer(run_state *st, int li)
                     r->dnn = onednn_create(&c.s, r->cores, c.x, c.dy, dnn_err, sizeof dnn_err);
                     if (!r->dnn) {
                         free(r->t);
+                        free(r->t_fma);
                         free(r->t_reorder);
                         continue;
                     }
@@ -1567,6 +1622,7 @@ static void run_layer(run_state *st, int li)
                     }
                 }
                 r->t = calloc((size_t)o->reps, sizeof(double));
+                r->t_fma = calloc((size_t)o->reps, sizeof(double));
                 r->tph = calloc((size_t)(o->reps + WARM_MAX_CALLS) * NPHASE, sizeof(double));
                 nr++;
             }
@@ -1581,8 +1637,11 @@ static void run_layer(run_state *st, int li)
     for (int i = 0; i < nr; ++i)
         est_layer += rs[i].train ? est_train_runner(c.L, rs[i].impl, rs[i].cores, o)
                                  : est_runner(c.L, rs[i].impl, rs[i].dtype, rs[i].cores, o);
+    double fma_now[33] = {0}; /* by cores: the FMA loop of this round */
     for (int round = 0; round < total; ++round) {
         const int timed = round >= o->warmup;
+        if (timed)
+            time_fma_now(rs, nr, fma_now);
         for (int k = 0; k < nr; ++k) {
             runner *r = &rs[(k + round) % nr];
             if (timed && r->max_reps && r->nt >= r->max_reps)
@@ -1608,8 +1667,10 @@ static void run_layer(run_state *st, int li)
             }
             const double t_run0 = bench_now();
             double dt = run_once(r, &c, timed ? r->nt : -1);
-            if (timed && dt >= 0)
+            if (timed && dt >= 0) {
+                r->t_fma[r->nt] = fma_now[r->cores];
                 r->t[r->nt++] = dt;
+            }
             if (!r->max_reps && dt >= 0) {
                 /* at most ~SLOW_BUDGET_S of timed runs each (3 at least): the
                  * im2col baseline of a depthwise layer takes seconds a run;
@@ -1627,17 +1688,30 @@ static void run_layer(run_state *st, int li)
                 st->train_s += bench_now() - t_run0;
         }
     }
+    /* the timed rounds' shares of the FMA loop, while t[i] and t_fma[i] still
+     * pair (a warm burst's median sorts t) */
+    for (int i = 0; i < nr; ++i) {
+        runner *r = &rs[i];
+        if (!r->train)
+            r->pct_fma = median_pct_fma(c.flops, r->t, 1, 1.0, r->t_fma, r->nt);
+        for (int ph = 0; r->train && ph < NPHASE; ++ph)
+            r->phase_pct_fma[ph] =
+                median_pct_fma(c.flops, r->tph + ph, NPHASE, 1.0, r->t_fma, r->nt);
+    }
     /* the warm bursts: every runner's back-to-back calls (or steps), in
      * rounds after the timed ones (the checks below then see a burst's last
      * result) */
-    for (int round = 0; round < warm_rounds(o) && o->warm_ms > 0; ++round)
+    for (int round = 0; round < warm_rounds(o) && o->warm_ms > 0; ++round) {
+        time_fma_now(rs, nr, fma_now);
         for (int k = 0; k < nr; ++k) {
             runner *r = &rs[(k + round) % nr];
             const double t_run0 = bench_now();
+            r->warm_fma[round] = fma_now[r->cores];
             warm_burst(st, r, &c, round);
             if (r->train)
                 st->train_s += bench_now() - t_run0;
         }
+    }
 
     /* the cost of the same bits: convgrad against any-order, in pairs */
     for (int i = 0; i < nr; ++i)
@@ -1762,7 +1836,12 @@ static void run_layer(run_state *st, int li)
                 res->warm_gflops = train_flops(&c.s) / (res->warm_ms * 1e-3) * 1e-9;
                 phase_medians(r, o->reps, r->nwarm, res->warm_phase_ms);
                 memcpy(res->warm_round_ms, r->warm_round, sizeof res->warm_round_ms);
+                for (int ph = 0; ph < NPHASE; ++ph)
+                    res->warm_phase_pct_fma[ph] =
+                        median_pct_fma(c.flops, &r->warm_round[0][1 + ph], 1 + NPHASE, 1e-3,
+                                       r->warm_fma, WARM_ROUNDS_MOST);
             }
+            memcpy(res->phase_pct_fma, r->phase_pct_fma, sizeof res->phase_pct_fma);
             if (r->impl == TRAIN_ONEDNN)
                 snprintf(res->dnn_impl, sizeof res->dnn_impl, "%s", onednn_train_impl(r->tdnn));
             long bad = 0, checked = 0;
@@ -1848,7 +1927,12 @@ static void run_layer(run_state *st, int li)
             res->warm_gflops = c.flops / (res->warm_ms * 1e-3) * 1e-9;
             for (int k = 0; k < WARM_ROUNDS_MOST; ++k)
                 res->warm_round_ms[k] = r->warm_round[k][0];
+            res->warm_pct_fma =
+                median_pct_fma(c.flops, res->warm_round_ms, 1, 1e-3, r->warm_fma, WARM_ROUNDS_MOST);
+            res->warm_fma_gflops = median_positive(r->warm_fma, WARM_ROUNDS_MOST);
         }
+        res->pct_fma = r->pct_fma;
+        res->fma_gflops = median_positive(r->t_fma, r->nt);
         if (r->ncost > 0)
             res->cost_ratio = bench_median(r->cost, r->ncost);
         if (r->impl == IMPL_ONEDNN) {
@@ -1893,6 +1977,7 @@ static void run_layer(run_state *st, int li)
     for (int i = 0; i < nr; ++i) {
         runner *r = &rs[i];
         free(r->t);
+        free(r->t_fma);
         free(r->t_reorder);
         free(r->out);
         free(r->ws);
@@ -1951,6 +2036,7 @@ int main(int argc, char **argv)
     say("CPU: %s\n", tool_cpu_text());
     const tool_isa *isa = tool_isa_info();
     /* the FMA limit at the kernels' width; the reference's against the CPU's widest */
+    g_lim.fma_bits = isa->bits;
     g_lim.fma_note = isa->bits ? "the width of the kernels that run"
                                : "the CPU's widest width (the ref kernels against what this CPU "
                                  "can do)";
@@ -2192,8 +2278,9 @@ int main(int argc, char **argv)
     say("(warm: the median of back-to-back repeated calls (what other benchmarks report; the "
         "targets judge these); interleaved: the median of the rounds, each call after other "
         "layers' and implementations' work (what a training loop sees); a '-' warm figure: no "
-        "burst, the interleaved one stands in the verdicts. %%FMA: GFLOP/s over the FMA loop's "
-        "limit at the same number of cores; vs oneDNN: oneDNN's time over this row's (>1 = "
+        "burst, the interleaved one stands in the verdicts. %%FMA: GFLOP/s over the FMA loop "
+        "timed at the start of the same round on as many cores, the median over the rounds "
+        "(warm: over the warm rounds); vs oneDNN: oneDNN's time over this row's (>1 = "
         "faster than oneDNN, same cores); x1core: the same implementation's 1-core time over "
         "this row's; check: ok when every result matched the reference (and oneDNN's), =1c when "
         "convgrad's result on this many cores has exactly its 1-core result's bits, which it "
