@@ -386,7 +386,8 @@ struct job {
     const double *bias_sums[CG_MAX_SLICES]; /* bias: each slice's sums */
     const float *phase_w;                   /* data: w by stride phase, in core 0's scratch */
     const float *packed_w;    /* forward, data on the packed driver: B's panels, core 0's scratch */
-    atomic_llong tiles_taken; /* the packed driver's shared tiles (tile_queue) */
+    atomic_llong tiles_taken; /* the packed driver's tiles taken in turn (tile_queue) */
+    atomic_ullong panels_taken[CG_CORES_MOST]; /* its micro-panels by core (cg_take_item) */
     atomic_llong slices_taken; /* NHWC weights: the slices taken (cg_weights_call) */
     atomic_ullong column_ranges[2 * CG_CORES_MOST]; /* NHWC weights: dw's columns shared */
     job *nhwc;                 /* NCHW through the NHWC paths: the job on the staged copies */
@@ -872,37 +873,46 @@ static panels panels_share(const job *jb, int rank, int64_t n)
  * runs slower (another guest's work beside it on a shared host, a smaller
  * core) leaves more tiles to the others instead of holding them all back: a
  * static split ran 2-core calls at the slower CPU's pace, the cores'
- * compute times 1.2-2x apart. Every element of a product is the same sum
- * whatever tile or core computes it, so the bits do not change. A launch of
- * more cores than CPUs emulates a larger chip: each core then takes an
- * equal range, as it would there. */
+ * compute times 1.2-2x apart (and a range of tiles a core, the rest taken
+ * from the fullest one's back, 0.92-0.97x of tiles in turn: r50_3x3_14's
+ * and the batch-1 layer's forward, 2 cores). Every element of a product is
+ * the same sum whatever tile or core computes it, so the bits do not change.
+ * A launch of more cores than CPUs emulates a larger chip: each core then
+ * takes an equal range, as it would there. */
+typedef enum { TILES_OWN, TILES_IN_TURN, PANELS_STOLEN } tile_sharing;
+
 typedef struct tile_queue {
     job *jb;
-    int64_t items, next, end; /* items: tiles, or (tile, micro-panel) pairs */
-    int shared;
+    int rank;
+    tile_sharing sharing;
+    int64_t items, tiles, next, end; /* items: tiles, or (micro-panel, tile) pairs */
     int64_t per_tile; /* a tile's micro-panels where they are items, else 0 */
 } tile_queue;
 
 /* Where the cores split the columns (`all`) and A is read in place, a
- * tile's `per_tile` micro-panels are items taken in turn, one at a time (0:
- * each core its own share of every tile): an item runs its panel's whole
- * sum, and with A read in place there is no packing to repeat, a call a
- * panel costs only A's row pointers; so the panels of a few-pixel layer
- * (r50_3x3_7: one or two tiles) balance as its tiles cannot. */
+ * tile's `per_tile` micro-panels are the items (0: each core its own share
+ * of every tile): an item runs its panel's whole sum, and with A read in
+ * place there is no packing to repeat, a call a panel costs only A's row
+ * pointers; so the panels of a few-pixel layer (r50_3x3_7: one or two tiles)
+ * balance as its tiles cannot. Each core takes first from its own range of
+ * them, micro-panel by micro-panel (its columns: its part of B), then from
+ * the back of the fullest other range: taken in turn, each core streamed
+ * nearly all of B (r50_3x3_7's 9.4 MB w, packed), 0.90-0.92x (forward and
+ * input gradient, 2 cores). */
 static tile_queue tile_queue_of(job *jb, int rank, int64_t rows, int64_t tile_rows, int all,
                                 int64_t per_tile)
 {
     const int64_t tiles = (rows + tile_rows - 1) / tile_rows;
     const int turns = jb->members <= cm_cpus();
-    tile_queue q = {jb, tiles, 0, 0, 0, 0};
+    tile_queue q = {jb, rank, TILES_OWN, tiles, tiles, 0, 0, 0};
     if (all && turns && per_tile > 0) {
+        q.sharing = PANELS_STOLEN;
         q.items = tiles * per_tile;
         q.per_tile = per_tile;
-        q.shared = 1;
     } else if (all) {
         q.end = tiles;
     } else if (turns) {
-        q.shared = 1;
+        q.sharing = TILES_IN_TURN;
     } else {
         cg_split_range(tiles, rank, jb->members, &q.next, &q.end);
     }
@@ -912,22 +922,27 @@ static tile_queue tile_queue_of(job *jb, int rank, int64_t rows, int64_t tile_ro
 /* The next item's number, items or more when none is left. */
 static int64_t take_tile(tile_queue *q)
 {
-    if (q->shared)
+    if (q->sharing == TILES_IN_TURN)
         return (int64_t)atomic_fetch_add_explicit(&q->jb->tiles_taken, 1, memory_order_relaxed);
-    return q->next < q->end ? q->next++ : q->items;
+    if (q->sharing == TILES_OWN)
+        return q->next < q->end ? q->next++ : q->items;
+    int64_t at;
+    return cg_take_item(q->jb->panels_taken, q->items, q->jb->members, q->rank, &at) ? at
+                                                                                     : q->items;
 }
 
-/* Item i's tile, and its micro-panels: one, or the core's share `cols`. */
+/* Item i's tile, and its micro-panels: one, or the core's share `cols`
+ * (items go micro-panel by micro-panel: a range of them is columns). */
 static int64_t item_tile(const tile_queue *q, int64_t i)
 {
-    return q->per_tile ? i / q->per_tile : i;
+    return q->per_tile ? i % q->tiles : i;
 }
 
 static panels item_panels(const tile_queue *q, int64_t i, panels cols)
 {
     if (!q->per_tile)
         return cols;
-    return (panels){i % q->per_tile, i % q->per_tile + 1, cols.parts};
+    return (panels){i / q->tiles, i / q->tiles + 1, cols.parts};
 }
 
 /* A few channels a tap, many a kernel row (the stem's 3 and 21): the

@@ -417,65 +417,30 @@ static void team_slice(const cg_weights_call *c, const share *s, int rank, float
 }
 
 /* A range of micro-panels [front, back), one word: front << 32 | back. */
-static unsigned long long panel_range(int64_t front, int64_t back)
-{
-    return (unsigned long long)front << 32 | (unsigned long long)back;
-}
-
-/* Takes the front (or back) panel of *range into *at; 0 when it is empty. */
-static int take_panel_of(atomic_ullong *range, int back, int64_t *at)
-{
-    unsigned long long r = atomic_load_explicit(range, memory_order_relaxed);
-    for (;;) {
-        const int64_t f = (int64_t)(r >> 32), b = (int64_t)(r & 0xffffffffu);
-        if (f >= b)
-            return 0;
-        const unsigned long long taken = back ? panel_range(f, b - 1) : panel_range(f + 1, b);
-        if (atomic_compare_exchange_weak_explicit(range, &r, taken, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-            *at = back ? b - 1 : f;
-            return 1;
-        }
-    }
-}
-
 typedef struct column_turn {
     const cg_weights_call *c;
     int rank;
-    int64_t pass;           /* the last pass this core took from */
-    unsigned long long own; /* its range, the same each pass */
-    cg_trace_mark since;    /* the pass's start: each pass is a traced region */
+    int64_t pass;        /* the last pass this core took from */
+    int64_t panels;      /* dw's micro-panels, the items of every pass */
+    cg_trace_mark since; /* the pass's start: each pass is a traced region */
 } column_turn;
 
-/* cg_column_turns.take: ranges of pass p are column_ranges[p % 2]; each
- * core sets its own range of the next pass on its first take of a pass (the
- * barrier after pass p - 1 has ended every use of them). */
+/* cg_column_turns.take: the panels taken in pass p are counted in
+ * column_ranges[p % 2] (cg_take_item); each core clears its count of the
+ * next pass on its first take of a pass (the barrier after pass p - 1 has
+ * ended every use of it). */
 static int take_panel(void *ctx, int64_t pass, int64_t *first, int64_t *last)
 {
     column_turn *t = ctx;
-    atomic_ullong *ranges = t->c->column_ranges + (pass & 1) * CG_CORES_MOST;
+    atomic_ullong *taken = t->c->column_ranges + (pass & 1) * CG_CORES_MOST;
     if (pass != t->pass) {
         t->pass = pass;
-        atomic_store_explicit(t->c->column_ranges + ((pass + 1) & 1) * CG_CORES_MOST + t->rank,
-                              t->own, memory_order_relaxed);
+        atomic_store_explicit(t->c->column_ranges + ((pass + 1) & 1) * CG_CORES_MOST + t->rank, 0,
+                              memory_order_relaxed);
     }
     int64_t at;
-    int taken = take_panel_of(&ranges[t->rank], 0, &at);
-    while (!taken) {
-        int victim = -1;
-        int64_t most = 0;
-        for (int r = 0; r < t->c->core_num; r++) {
-            const unsigned long long v = atomic_load_explicit(&ranges[r], memory_order_relaxed);
-            const int64_t left = (int64_t)(v & 0xffffffffu) - (int64_t)(v >> 32);
-            if (left > most) {
-                most = left;
-                victim = r;
-            }
-        }
-        if (victim < 0)
-            return 0;
-        taken = take_panel_of(&ranges[victim], 1, &at);
-    }
+    if (!cg_take_item(taken, t->panels, t->c->core_num, t->rank, &at))
+        return 0;
     *first = at;
     *last = at + 1;
     return 1;
@@ -494,10 +459,8 @@ static void columns_turns(const cg_weights_call *c, const share *s, int rank, fl
 {
     const cg_plan *p = &c->plan;
     const int64_t nr = cg_gemm_blocking_here()->nr;
-    int64_t first, last;
-    cg_split_range((p->row_len + nr - 1) / nr, rank, c->core_num, &first, &last);
-    column_turn t = {c, rank, -1, panel_range(first, last), cg_trace_start()};
-    atomic_store_explicit(c->column_ranges + rank, t.own, memory_order_relaxed); /* pass 0 */
+    /* pass 0's counts start at 0: the call's column_ranges are zeroed */
+    column_turn t = {c, rank, -1, (p->row_len + nr - 1) / nr, cg_trace_start()};
     const cg_column_turns turns = {take_panel, turn_pass_end, &t, c->core_num};
     const cg_dw_block all = whole_dw(p);
     float *direct = direct_out(c);

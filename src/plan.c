@@ -231,6 +231,49 @@ void cg_split_range(int64_t total, int rank, int members, int64_t *first, int64_
     *last = *first + base + (rank < extra ? 1 : 0);
 }
 
+/* Takes the front (or back) item left of range r into *at; 0 when none is. */
+static int take_from(atomic_ullong *taken, int64_t total, int members, int r, int back, int64_t *at)
+{
+    int64_t lo, hi;
+    cg_split_range(total, r, members, &lo, &hi);
+    unsigned long long w = atomic_load_explicit(&taken[r], memory_order_relaxed);
+    for (;;) {
+        const int64_t front = (int64_t)(w >> 32), from_back = (int64_t)(w & 0xffffffffu);
+        if (lo + front >= hi - from_back)
+            return 0;
+        const unsigned long long now = back ? w + 1 : w + (1ull << 32);
+        if (atomic_compare_exchange_weak_explicit(&taken[r], &w, now, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *at = back ? hi - from_back - 1 : lo + front;
+            return 1;
+        }
+    }
+}
+
+int cg_take_item(atomic_ullong *taken, int64_t total, int members, int rank, int64_t *at)
+{
+    if (take_from(taken, total, members, rank, 0, at))
+        return 1;
+    for (;;) {
+        int fullest = -1;
+        int64_t most = 0;
+        for (int r = 0; r < members; r++) {
+            int64_t lo, hi;
+            cg_split_range(total, r, members, &lo, &hi);
+            const unsigned long long w = atomic_load_explicit(&taken[r], memory_order_relaxed);
+            const int64_t left = (hi - (int64_t)(w & 0xffffffffu)) - (lo + (int64_t)(w >> 32));
+            if (left > most) {
+                most = left;
+                fullest = r;
+            }
+        }
+        if (fullest < 0)
+            return 0;
+        if (take_from(taken, total, members, fullest, 1, at))
+            return 1;
+    }
+}
+
 int64_t cg_shared_tile_rows(int64_t tile_width, int64_t rows_of_core)
 {
     int64_t t = SHARED_TILE_TARGET_BYTES / (int64_t)sizeof(float) / tile_width;

@@ -4,6 +4,7 @@
  * can call it. */
 #ifndef CG_PLAN_H
 #define CG_PLAN_H
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "convgrad.h"
@@ -124,6 +125,16 @@ enum { CG_OUTER_MOST_COUT = 64, CG_OUTER_MOST_ROW = 64 };
 /* [*first, *last) of `total` items (rows of the sum, or column units) that
  * logical core `rank` of `members` takes: contiguous, balanced to within one. */
 void cg_split_range(int64_t total, int rank, int members, int64_t *first, int64_t *last);
+
+/* Items [0, total) shared by `members` cores, each first taking its own
+ * range (cg_split_range's) from the front, then, with its own done, the back
+ * of whichever range has most left: a core slowed by something else on its
+ * CPU leaves the rest of its range to the others, while each core's usual
+ * items stay the same from call to call. taken[r] counts the items taken of
+ * range r, from its front in the high half and from its back in the low
+ * half, all 0 at the start. Into *at the next item for core `rank`; 0 when
+ * none is left. */
+int cg_take_item(atomic_ullong *taken, int64_t total, int members, int rank, int64_t *at);
 
 /* Rows of im2col per tile of `tile_width` floats a row, for `_s`, whose
  * per-core scratch is bounded. */

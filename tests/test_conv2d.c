@@ -891,6 +891,54 @@ Test(conv2d, concurrent_host_threads, .timeout = TEST_TIMEOUT)
                      args[t].configs, args[t].first);
 }
 
+/* A thread that keeps a CPU busy until *stop: beside a 2-core launch on 2
+ * CPUs one core then runs slower, and the other takes what is left of its
+ * share. */
+static void *spin_until(void *a)
+{
+    atomic_int *stop = a;
+    volatile unsigned long spins = 0;
+    while (!atomic_load_explicit(stop, memory_order_relaxed))
+        spins++;
+    return NULL;
+}
+
+/* Few pixels for many channels: the forward and the input gradient split
+ * the micro-panels, each core taking first from its own range of them and
+ * then from the back of the other's (tile_queue); the weight gradient's
+ * micro-panels are taken so pass by pass (by columns, dw past the slices'
+ * budget). With a busy thread beside the cores, one core runs slower in
+ * many of the calls and the other takes from its range: every element is
+ * still summed once, exact. */
+Test(conv2d, panels_taken_from_a_slower_core, .timeout = TEST_TIMEOUT)
+{
+    /* clang-format off */
+    static const shape shapes[] = {
+        {"3x3 100->120 on 9x11, channels split", .n = 2, .h = 9, .w = 11, .cin = 100, .cout = 120,
+         .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
+        {"3x3 96->400 on 7x7, channels split", .n = 2, .h = 7, .w = 7, .cin = 96, .cout = 400,
+         .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
+    };
+    /* clang-format on */
+    static const op_id ops[] = {OP_FORWARD, OP_BACKWARD_DATA, OP_BACKWARD_WEIGHTS};
+    tally t = {"panels_taken_from_a_slower_core", 0, 0};
+    atomic_int stop = 0;
+    pthread_t spinner;
+    cr_assert_eq(pthread_create(&spinner, NULL, spin_until, &stop), 0, "pthread_create");
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; ++si) {
+        exact_problem e;
+        exact_init(&e, &shapes[si], CG_LAYOUT_NHWC, 1100 + (int)si);
+        check_shape_basics(&t, &shapes[si], &e.p.c);
+        for (int rep = 0; rep < 25; ++rep)
+            for (size_t o = 0; o < sizeof ops / sizeof *ops; ++o)
+                check_exact_call(&t, &shapes[si], &e, ops[o], 0x3, 0);
+        exact_free(&e);
+    }
+    atomic_store(&stop, 1);
+    pthread_join(spinner, NULL);
+    assert_no_failure(&t);
+}
+
 /* ---- tolerance ----------------------------------------------------------------- */
 /* Random reals in [-1, 1] against the double reference. Each element is a
  * sum of at most n fp32 products (n = the operation's term count, plus the
