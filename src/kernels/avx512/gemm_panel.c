@@ -59,6 +59,17 @@ AVX512F static ALWAYS_INLINE void rows_step(const int nv, const float *const *ro
     }
 }
 
+/* One step of the in-place kernels: B's vectors at b, A's from the rows. */
+AVX512F static ALWAYS_INLINE void indirect_step(const int nv, const float *const *row, int64_t at,
+                                                const float *b, __m512 acc[24][4])
+{
+    __m512 bv[4];
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++)
+        bv[v] = _mm512_loadu_ps(b + 16 * v);
+    rows_step(nv, row, at, bv, acc);
+}
+
 AVX512F static ALWAYS_INLINE void zero_tile(const int rows, const int nv, __m512 acc[24][4])
 {
 #pragma GCC unroll 24
@@ -182,16 +193,18 @@ AVX512F static ALWAYS_INLINE void indirect_tile(const int nv, int m, int n, int 
         for (int r = 0; r < ROWS; r++)
             row[r] = a[r < m ? r : m - 1];
         const int k = len[q];
-        for (int p = 0; p < k; p++, b += NR) {
-            if ((p & 1) == 0 && pf < prefetch_end) {
+        int p = 0;
+        for (; p + 2 <= k; p += 2, b += 2 * NR) { /* two steps, a prefetched line */
+            if (pf < prefetch_end) {
                 _mm_prefetch(pf, _MM_HINT_T1);
                 pf += 64;
             }
-            __m512 bv[4];
-#pragma GCC unroll 4
-            for (int v = 0; v < nv; v++)
-                bv[v] = _mm512_loadu_ps(b + 16 * v);
-            rows_step(nv, row, p, bv, acc);
+            indirect_step(nv, row, p, b, acc);
+            indirect_step(nv, row, p + 1, b + NR, acc);
+        }
+        if (p < k) {
+            indirect_step(nv, row, p, b, acc);
+            b += NR;
         }
     }
     *prefetch = pf;
