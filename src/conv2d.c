@@ -879,7 +879,7 @@ static panels panels_share(const job *jb, int rank, int64_t n)
  * the same sum whatever tile or core computes it, so the bits do not change.
  * A launch of more cores than CPUs emulates a larger chip: each core then
  * takes an equal range, as it would there. */
-typedef enum { TILES_OWN, TILES_IN_TURN, PANELS_STOLEN } tile_sharing;
+typedef enum { TILES_OWN, TILES_IN_TURN, PANELS_OWN_FIRST } tile_sharing;
 
 typedef struct tile_queue {
     job *jb;
@@ -906,7 +906,7 @@ static tile_queue tile_queue_of(job *jb, int rank, int64_t rows, int64_t tile_ro
     const int turns = jb->members <= cm_cpus();
     tile_queue q = {jb, rank, TILES_OWN, tiles, tiles, 0, 0, 0};
     if (all && turns && per_tile > 0) {
-        q.sharing = PANELS_STOLEN;
+        q.sharing = PANELS_OWN_FIRST;
         q.items = tiles * per_tile;
         q.per_tile = per_tile;
     } else if (all) {

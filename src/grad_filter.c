@@ -416,7 +416,6 @@ static void team_slice(const cg_weights_call *c, const share *s, int rank, float
     }
 }
 
-/* A range of micro-panels [front, back), one word: front << 32 | back. */
 typedef struct column_turn {
     const cg_weights_call *c;
     int rank;
