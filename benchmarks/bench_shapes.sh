@@ -4,9 +4,9 @@
 # descriptors runs every layer of the file, checks them all ok, and writes the
 # warm and interleaved figures, their shares of the FMA loop timed in their
 # rounds, the roofline's columns and the kernel set in results.csv, the
-# memory bandwidth in the limits block and limits.csv, and the
-# roofline; a malformed line exits 2 (bad usage) with a message naming the file
-# and the line.
+# training step's phases' shares in training.csv, the memory bandwidth in the
+# limits block and limits.csv, and the roofline; a malformed line exits 2 (bad
+# usage) with a message naming the file and the line.
 #
 #   sh benchmarks/bench_shapes.sh BENCH SHAPES_FILE OUT_DIR
 set -u
@@ -16,7 +16,7 @@ fail() {
     exit 1
 }
 
-"$bench" --quick --shapes "$shapes" --reps 1 --masks 1 --train-reps 0 --dtype fp32 --no-plots \
+"$bench" --quick --shapes "$shapes" --reps 1 --masks 1 --dtype fp32 --no-plots \
     --out "$out" >"$out.stdout" 2>"$out.stderr" ||
     fail "the run exited $? (stderr: $(tail -n 3 "$out.stderr"))"
 # every named layer of the file has its row
@@ -32,11 +32,38 @@ head -n 1 "$out/results.csv" | grep -q "warm_median_ms.*isa_requested,isa_runnin
     fail "results.csv has no warm_median_ms, isa_requested, isa_running columns"
 head -n 1 "$out/results.csv" | grep -q "min_bytes,memory_bound,bandwidth_gb_per_s,gb_per_s," ||
     fail "results.csv has no roofline columns (min_bytes, memory_bound, ..., gb_per_s)"
+# csv_rows FILE COND: the first field of each row of FILE where the awk
+# condition COND holds, the columns named v["name"] (quoted fields, which hold
+# commas, split as CSV does)
+csv_rows() {
+    awk -v cond="$2" '
+    function split_csv(line, f,    n, i, c, q, cur) {
+        n = 0; q = 0; cur = ""
+        for (i = 1; i <= length(line); i++) {
+            c = substr(line, i, 1)
+            if (c == "\"") q = !q
+            else if (c == "," && !q) { f[++n] = cur; cur = "" }
+            else cur = cur c
+        }
+        f[++n] = cur
+        return n
+    }
+    NR == 1 { n = split_csv($0, h); next }
+    { split_csv($0, f); for (i = 1; i <= n; i++) v[h[i]] = f[i]
+      if (cond == "results" && v["median_ms"] + 0 > 0 &&
+          !(v["pct_fma_limit"] + 0 > 0 && v["fma_limit_gflops"] + 0 > 0)) print f[1]
+      if (cond == "training" && v["impl"] == "convgrad" &&
+          !(v["fwd_pct_fma"] + 0 > 0 && v["bwd_data_pct_fma"] + 0 > 0 &&
+            v["bwd_weights_bias_pct_fma"] + 0 > 0 && v["warm_fwd_pct_fma"] + 0 > 0)) print f[1] }
+    ' "$1"
+}
 # every timed row has its share of the FMA loop timed in its own rounds, and that loop's GFLOP/s
-no_share=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-    $col["median_ms"] > 0 && !($col["pct_fma_limit"] > 0 && $col["fma_limit_gflops"] > 0) { print $1 }' \
-    "$out/results.csv")
+no_share=$(csv_rows "$out/results.csv" results)
 [ -z "$no_share" ] || fail "rows without a share of the FMA loop in results.csv: $no_share"
+# and every training step of convgrad's has each phase's share
+[ -n "$(sed -n 2p "$out/training.csv")" ] || fail "training.csv has no rows"
+no_share=$(csv_rows "$out/training.csv" training)
+[ -z "$no_share" ] || fail "training steps without their phases' shares of the FMA loop: $no_share"
 grep -q "memory bandwidth: copy *[0-9.]* GB/s, triad *[0-9.]* GB/s" "$out.stdout" ||
     fail "the limits block gives no memory bandwidth"
 grep -q "^stream_triad,1,,,[0-9]" "$out/limits.csv" ||

@@ -553,7 +553,9 @@ int write_train_csv(const char *out_dir)
             "cores,reps,median_ms,min_ms,max_ms,gflops,fwd_ms,bwd_data_ms,bwd_weights_bias_ms,"
             "ratio_vs_onednn,check,check_worst_err_over_tol,check_detail,onednn_impl,"
             "warm_reps,warm_median_ms,warm_gflops,warm_fwd_ms,warm_bwd_data_ms,"
-            "warm_bwd_weights_bias_ms,warm_ratio_vs_onednn");
+            "warm_bwd_weights_bias_ms,warm_ratio_vs_onednn,fwd_pct_fma,bwd_data_pct_fma,"
+            "bwd_weights_bias_pct_fma,warm_fwd_pct_fma,warm_bwd_data_pct_fma,"
+            "warm_bwd_weights_bias_pct_fma");
     csv_end_row(f, 1);
     for (int i = 0; i < g_ntrain; ++i) {
         const train_result *r = &g_train[i];
@@ -580,6 +582,15 @@ int write_train_csv(const char *out_dir)
         } else {
             fprintf(f, ",,,,,");
         }
+        /* each phase's share of the FMA loop timed in its rounds (the targets') */
+        for (int warm = 0; warm < 2; ++warm)
+            for (int ph = 0; ph < NPHASE; ++ph) {
+                const double pct = warm ? r->warm_phase_pct_fma[ph] : r->phase_pct_fma[ph];
+                if (pct > 0)
+                    fprintf(f, ",%.2f", pct);
+                else
+                    fputc(',', f);
+            }
         csv_end_row(f, 0);
     }
     return csv_close(f, path);
