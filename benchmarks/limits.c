@@ -242,19 +242,27 @@ static double fma_once(enum fma_kind kind, int threads, long iters)
     return flops_per_iter(kind) * (double)iters * threads / dt * 1e-9;
 }
 
-static double fma_measure(enum fma_kind kind, int threads, int quick)
+/* Seconds of one loop of `iters` on the calling thread. */
+static double fma_seconds(enum fma_kind kind, long iters)
 {
-    /* calibrate to ~0.15 s a run (0.02 s quick) on one thread */
-    long iters = 100000;
-    double t0 = bench_now();
+    const double t0 = bench_now();
     volatile float s = run_fma(kind, iters);
     (void)s;
-    double dt = bench_now() - t0;
-    double target = quick ? 0.02 : 0.15;
-    if (dt > 0)
-        iters = (long)(iters * target / dt);
-    if (iters < 1000)
-        iters = 1000;
+    return bench_now() - t0;
+}
+
+/* Iterations of one loop of about `seconds` on one thread (1000 at least). */
+static long fma_iters_for(enum fma_kind kind, double seconds)
+{
+    const long probe = 100000;
+    const double dt = fma_seconds(kind, probe);
+    const long iters = dt > 0 ? (long)(probe * seconds / dt) : probe;
+    return iters < 1000 ? 1000 : iters;
+}
+
+static double fma_measure(enum fma_kind kind, int threads, int quick)
+{
+    const long iters = fma_iters_for(kind, quick ? 0.02 : 0.15);
     /* the limit is what the hardware can do: report the best run, not a median
      * dragged down by whatever else shares the machine. With several threads,
      * runs go on (to four times as many) while the best is under 90% of that
@@ -298,26 +306,10 @@ double bench_fma_now(int threads, int bits)
     enum { NOW_MS = 4 };
     static long iters[FMA_SCALAR + 1]; /* NOW_MS of each loop, calibrated once */
     const enum fma_kind k = fma_kind_for(bits);
-    if (!iters[k]) {
-        const long probe = 20000;
-        double best = 1e9;
-        for (int r = 0; r < 3; ++r) {
-            const double t0 = bench_now();
-            volatile float s = run_fma(k, probe);
-            (void)s;
-            const double dt = bench_now() - t0;
-            best = dt < best ? dt : best;
-        }
-        iters[k] = best > 0 ? (long)(probe * NOW_MS * 1e-3 / best) : probe;
-        if (iters[k] < 1000)
-            iters[k] = 1000;
-    }
-    if (threads <= 1) { /* on the calling thread, where a 1-core call runs */
-        const double t0 = bench_now();
-        volatile float s = run_fma(k, iters[k]);
-        (void)s;
-        return flops_per_iter(k) * (double)iters[k] / (bench_now() - t0) * 1e-9;
-    }
+    if (!iters[k])
+        iters[k] = fma_iters_for(k, NOW_MS * 1e-3);
+    if (threads <= 1) /* on the calling thread, where a 1-core call runs */
+        return flops_per_iter(k) * (double)iters[k] / fma_seconds(k, iters[k]) * 1e-9;
     return fma_once(k, threads, iters[k]);
 }
 

@@ -808,8 +808,8 @@ static void rows_product(const job *jb, const float *src, const int64_t *tab, in
 static int packs_b_as_it_goes(int64_t b_floats, int64_t rows, int64_t piece)
 {
     const cg_gemm_blocking *bl = cg_gemm_blocking_here();
-    return b_floats * (int64_t)sizeof(float) > cg_kernels()->l2_bytes && cg_rows_reads_a_in_place(bl, piece) &&
-           rows <= cg_rows_tile_most(bl, 0);
+    return b_floats * (int64_t)sizeof(float) > cg_kernels()->l2_bytes &&
+           cg_rows_reads_a_in_place(bl, piece) && rows <= cg_rows_tile_most(bl, 0);
 }
 
 /* The calling core's share of the kc-row blocks of B (the blocks dealt out
@@ -1063,9 +1063,9 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     int64_t *tab = ints + p->kernel_h + p->kernel_w;
     const geometry gx = geometry_of(0, p->cin, p->in_h, p->in_w);
     const int64_t plane = p->out_h * p->out_w;
-    tile_queue queue =
-        tile_queue_of(jb, rank, p->rows, tile_rows, by_channels,
-                      cg_rows_reads_a_in_place(bl, piece) ? cg_rows_panels(bl, p->cout_g, cols.parts) : 0);
+    tile_queue queue = tile_queue_of(
+        jb, rank, p->rows, tile_rows, by_channels,
+        cg_rows_reads_a_in_place(bl, piece) ? cg_rows_panels(bl, p->cout_g, cols.parts) : 0);
     for (int64_t t = take_tile(&queue); t < queue.items;) {
         const int64_t row = item_tile(&queue, t) * tile_rows, next = take_tile(&queue);
         const int64_t next_row = item_tile(&queue, next) * tile_rows;

@@ -34,14 +34,23 @@ AVX512F static ALWAYS_INLINE void broadcast_step(const int rows, const int nv, c
     }
 }
 
+/* A step of B: nv vectors, the last a masked load only where it is not
+ * whole (`whole`, always for the packed micro-panels: none a step). */
+AVX512F static ALWAYS_INLINE void load_b(const int nv, const int whole, __mmask16 last,
+                                         const float *b, __m512 bv[4])
+{
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++)
+        bv[v] = whole || v < nv - 1 ? _mm512_loadu_ps(b + 16 * v)
+                                    : _mm512_maskz_loadu_ps(last, b + 16 * v);
+}
+
 /* acc[r][v] += a[r] * b[16v..16v+15], one step of the sum. */
 AVX512F static ALWAYS_INLINE void fma_step(const int rows, const int nv, const float *a,
                                            const float *b, __m512 acc[24][4])
 {
     __m512 bv[4];
-#pragma GCC unroll 4
-    for (int v = 0; v < nv; v++)
-        bv[v] = _mm512_loadu_ps(b + 16 * v);
+    load_b(nv, 1, 0, b, bv);
     broadcast_step(rows, nv, a, bv, acc);
 }
 
@@ -64,9 +73,7 @@ AVX512F static ALWAYS_INLINE void indirect_step(const int nv, const float *const
                                                 const float *b, __m512 acc[24][4])
 {
     __m512 bv[4];
-#pragma GCC unroll 4
-    for (int v = 0; v < nv; v++)
-        bv[v] = _mm512_loadu_ps(b + 16 * v);
+    load_b(nv, 1, 0, b, bv);
     rows_step(nv, row, at, bv, acc);
 }
 
@@ -240,17 +247,6 @@ void cg_f32_gemm_indirect_avx512_24x48(int m, int n, int pieces, const int *len,
 }
 
 /* ---- gemm_runs ---------------------------------------------------------- */
-
-/* A run's step of B: nv vectors, the last a masked load only where it is
- * not whole (`whole`: none a step). */
-AVX512F static ALWAYS_INLINE void load_b(const int nv, const int whole, __mmask16 last,
-                                         const float *b, __m512 bv[4])
-{
-#pragma GCC unroll 4
-    for (int v = 0; v < nv; v++)
-        bv[v] = whole || v < nv - 1 ? _mm512_loadu_ps(b + 16 * v)
-                                    : _mm512_maskz_loadu_ps(last, b + 16 * v);
-}
 
 /* Tiles of 8 rows (48, 32 or 16 columns), B's last vector a masked load
  * only where it is not whole (`whole`: none a step), A's rows broadcast
