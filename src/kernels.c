@@ -467,6 +467,7 @@ static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_d
      * not once for each 32 channels), else chunks of micro-panels */
     const int whole = co_n <= cg_kernels()->entry.gemm_runs->nr;
     const int64_t pass = runs_pass(p, kc), chunks = whole ? 1 : (co_n + bl->nr - 1) / bl->nr;
+    const int64_t calls = p->kernel_h * chunks * ((seg + bl->mr - 1) / bl->mr); /* a pass, at most */
     float *sums = scratch, *rows = scratch + p->row_len * co_n; /* sums[j][co] */
     float *dy_buf = rows + pass_output_rows(p, kc) * cg_padded_row_floats(p);
     for (int64_t j = blk->col_first; j < blk->col_last; j++)
@@ -474,6 +475,7 @@ static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_d
     cg_gemm_run run[FEW_MOST_ROWS], moved[FEW_MOST_ROWS];
     for (int64_t r0 = first; r0 < last; r0 += pass) {
         const int64_t r1 = min64(last, r0 + pass);
+        prefetcher next = prefetch_pass(p, dy, x, r1, min64(pass, last - r1), calls);
         const dy_view dyr = dy_view_of(p, dy, r0, r1, blk->co_first, co_n, dy_buf);
         add_db(p, dy, r0, r1, db_sums);
         for (int64_t kh = 0; kh < p->kernel_h; kh++) {
@@ -503,6 +505,7 @@ static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_d
                 if (!whole)
                     cg_rows_panel(bl, co_n, 1, q, &c0, &width);
                 for (int64_t i = j0; i < j1; i += bl->mr) {
+                    prefetch_ahead(&next);
                     for (int k = 0; k < runs; k++)
                         moved[k] = (cg_gemm_run){run[k].a + (i - j0), run[k].b + c0, run[k].len};
                     kernel((int)min64(bl->mr, j1 - i), (int)width, runs, moved,
