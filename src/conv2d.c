@@ -1902,16 +1902,21 @@ static int64_t source_bottom(const dw_axis *v, int64_t out_h, int64_t out_w, int
 
 /* Plans asking for the source rows (whole) that the output row of pixel
  * `next` (none at or past `last`) reaches beyond row *asked, a few lines at
- * each of the kernel's blocks (8 pixels by a line of channels) over the
- * first half of this row's `blocks`, and moves *asked on. The kernels read
- * every pixel's channels a vector at a time, a stream for each of the many
- * pixels a run's taps reach, which the hardware prefetchers do not follow.
+ * each of this row's `blocks` (the kernel's 8 pixels by a line of channels),
+ * and moves *asked on. The kernels read every pixel's channels a vector at
+ * a time, a stream for each of the many pixels a run's taps reach, which
+ * the hardware prefetchers do not follow.
  * Against asking for the rows all at once at the row's start at stride 1
  * and not at stride 2 (Zen 5, in-process A/B over three runs, 1 and 2 cores,
  * both kernel sets; the host's noise moved them run to run):
  * mbv1_dw_28_s2's forward 1.04-1.67x, mbv1_dw_56's input gradient
  * 0.97-1.76x, mbv1_dw_112's 0.98-1.20x, the stride-1 forwards 0.89-1.22x.
- * Not asking at all made the stride-1 layers 0.71-0.94x as fast. */
+ * Not asking at all made the stride-1 layers 0.71-0.94x as fast. Spread
+ * over all the row's blocks rather than its first half (half as many lines
+ * asked at each): the training step's forward on mbv1_dw_28_s2 1.04x /
+ * 1.07x (1 / 2 cores), mbv1_dw_56's 1.00x / 1.03x, input gradients
+ * 1.03-1.07x at 2 cores, the AVX2 kernels 1.02-1.05x (Xeon family 6 model
+ * 207, medians of 11 alternated pairs). */
 static void plan_next_row(cg_tile_prefetch *ask, const dw_axis *v, const float *src,
                           int64_t row_floats, int64_t out_h, int64_t out_w, int64_t next,
                           int64_t last, int64_t blocks, int64_t *asked)
@@ -1922,7 +1927,7 @@ static void plan_next_row(cg_tile_prefetch *ask, const dw_axis *v, const float *
     }
     const int64_t bottom = source_bottom(v, out_h, out_w, next);
     cg_range_prefetch_plan(ask, src + (*asked + 1) * row_floats, src + (bottom + 1) * row_floats,
-                           max64(1, blocks / 2));
+                           max64(1, blocks));
     *asked = max64(*asked, bottom);
 }
 
