@@ -467,7 +467,8 @@ static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_d
      * not once for each 32 channels), else chunks of micro-panels */
     const int whole = co_n <= cg_kernels()->entry.gemm_runs->nr;
     const int64_t pass = runs_pass(p, kc), chunks = whole ? 1 : (co_n + bl->nr - 1) / bl->nr;
-    const int64_t calls = p->kernel_h * chunks * ((seg + bl->mr - 1) / bl->mr); /* a pass, at most */
+    /* kernel calls a pass, at most */
+    const int64_t calls = p->kernel_h * chunks * ((seg + bl->mr - 1) / bl->mr);
     float *sums = scratch, *rows = scratch + p->row_len * co_n; /* sums[j][co] */
     float *dy_buf = rows + pass_output_rows(p, kc) * cg_padded_row_floats(p);
     for (int64_t j = blk->col_first; j < blk->col_last; j++)
