@@ -32,11 +32,12 @@ head -n 1 "$out/results.csv" | grep -q "warm_median_ms.*isa_requested,isa_runnin
     fail "results.csv has no warm_median_ms, isa_requested, isa_running columns"
 head -n 1 "$out/results.csv" | grep -q "min_bytes,memory_bound,bandwidth_gb_per_s,gb_per_s," ||
     fail "results.csv has no roofline columns (min_bytes, memory_bound, ..., gb_per_s)"
-# csv_rows FILE COND: the first field of each row of FILE where the awk
-# condition COND holds, the columns named v["name"] (quoted fields, which hold
-# commas, split as CSV does)
-csv_rows() {
-    awk -v cond="$2" '
+# rows_without_shares FILE KIND: the first field of each row of FILE (KIND:
+# results or training, the CSV of that name) that lacks its shares of the FMA
+# loop, its columns read by name (quoted fields, which hold commas, split as
+# CSV does)
+rows_without_shares() {
+    awk -v kind="$2" '
     function split_csv(line, f,    n, i, c, q, cur) {
         n = 0; q = 0; cur = ""
         for (i = 1; i <= length(line); i++) {
@@ -50,21 +51,21 @@ csv_rows() {
     }
     NR == 1 { n = split_csv($0, h); next }
     { split_csv($0, f); for (i = 1; i <= n; i++) v[h[i]] = f[i]
-      if (cond == "results" && v["median_ms"] + 0 > 0 &&
+      if (kind == "results" && v["median_ms"] + 0 > 0 &&
           !(v["pct_fma_limit"] + 0 > 0 && v["fma_limit_gflops"] + 0 > 0)) print f[1]
-      if (cond == "training" && v["impl"] == "convgrad" &&
+      if (kind == "training" && v["impl"] == "convgrad" &&
           !(v["fwd_pct_fma"] + 0 > 0 && v["bwd_data_pct_fma"] + 0 > 0 &&
             v["bwd_weights_bias_pct_fma"] + 0 > 0 &&
             (v["warm_reps"] + 0 == 0 || v["warm_fwd_pct_fma"] + 0 > 0))) print f[1] }
     ' "$1"
 }
 # every timed row has its share of the FMA loop timed in its own rounds, and that loop's GFLOP/s
-no_share=$(csv_rows "$out/results.csv" results)
+no_share=$(rows_without_shares "$out/results.csv" results)
 [ -z "$no_share" ] || fail "rows without a share of the FMA loop in results.csv: $no_share"
 # and every training step of convgrad's has each phase's share (and of its
 # warm steps, where it had any: none for a step over 0.5 s, as under ASan)
 [ -n "$(sed -n 2p "$out/training.csv")" ] || fail "training.csv has no rows"
-no_share=$(csv_rows "$out/training.csv" training)
+no_share=$(rows_without_shares "$out/training.csv" training)
 [ -z "$no_share" ] || fail "training steps without their phases' shares of the FMA loop: $no_share"
 grep -q "memory bandwidth: copy *[0-9.]* GB/s, triad *[0-9.]* GB/s" "$out.stdout" ||
     fail "the limits block gives no memory bandwidth"

@@ -416,6 +416,7 @@ static void team_slice(const cg_weights_call *c, const share *s, int rank, float
     }
 }
 
+/* A core's place in the weight gradient's column turns (cg_column_turns.ctx). */
 typedef struct column_turn {
     const cg_weights_call *c;
     int rank;
