@@ -879,7 +879,7 @@ static panels panels_share(const job *jb, int rank, int64_t n)
  * the same sum whatever tile or core computes it, so the bits do not change.
  * A launch of more cores than CPUs emulates a larger chip: each core then
  * takes an equal range, as it would there. */
-typedef enum { TILES_OWN, TILES_IN_TURN, PANELS_OWN_FIRST } tile_sharing;
+typedef enum { TILES_OWN, TILES_IN_TURN, OWN_RANGE_FIRST } tile_sharing;
 
 typedef struct tile_queue {
     job *jb;
@@ -906,7 +906,7 @@ static tile_queue tile_queue_of(job *jb, int rank, int64_t rows, int64_t tile_ro
     const int turns = jb->members <= cm_cpus();
     tile_queue q = {jb, rank, TILES_OWN, tiles, tiles, 0, 0, 0};
     if (all && turns && per_tile > 0) {
-        q.sharing = PANELS_OWN_FIRST;
+        q.sharing = OWN_RANGE_FIRST;
         q.items = tiles * per_tile;
         q.per_tile = per_tile;
     } else if (all) {
@@ -915,6 +915,23 @@ static tile_queue tile_queue_of(job *jb, int rank, int64_t rows, int64_t tile_ro
         q.sharing = TILES_IN_TURN;
     } else {
         cg_split_range(tiles, rank, jb->members, &q.next, &q.end);
+    }
+    return q;
+}
+
+/* Items of consecutive pixels (the depthwise and grouped pixel paths):
+ * each core first takes its own range of them from the front, then the back
+ * of the range with most left (cg_take_item), so that a core whose CPU runs
+ * slower leaves its last items to the others while the cores' pieces stay
+ * contiguous (a piece's source rows overlap its neighbour's: taken in turn,
+ * every piece's edge rows would be read by both cores); a launch of more
+ * cores than CPUs takes equal ranges (see tile_queue). */
+static tile_queue pieces_queue_of(job *jb, int rank, int64_t items)
+{
+    tile_queue q = {jb, rank, OWN_RANGE_FIRST, items, items, 0, 0, 0};
+    if (jb->members > cm_cpus()) {
+        q.sharing = TILES_OWN;
+        cg_split_range(items, rank, jb->members, &q.next, &q.end);
     }
     return q;
 }
@@ -1892,16 +1909,19 @@ static void weights_by_class(const job *jb, float *by_tap)
 
 /* ---- depthwise by runs of a row ---- */
 
-/* The last source row (image * len + sy) that output pixel `at`'s row reaches. */
-static int64_t source_bottom(const dw_axis *v, int64_t out_h, int64_t out_w, int64_t at)
+/* The first or the last source row (image * len + sy) that output pixel
+ * `at`'s row reaches. */
+static int64_t source_row(const dw_axis *v, int64_t out_h, int64_t out_w, int64_t at, int last)
 {
     const int64_t image = at / (out_h * out_w), oy = at / out_w % out_h;
-    const int64_t reach = oy * v->step + v->off + (v->tap > 0 ? (v->taps - 1) * v->tap : 0);
+    const int64_t reach_all = v->taps > 0 ? (v->taps - 1) * v->tap : 0; /* < 0: taps run up */
+    const int64_t reach = oy * v->step + v->off + ((reach_all > 0) == last ? reach_all : 0);
     return image * v->len + max64(0, min64(v->len - 1, reach));
 }
 
 /* Plans asking for the source rows (whole) that the output row of pixel
- * `next` (none at or past `last`) reaches beyond row *asked, a few lines at
+ * `next` (none at or past `total`) reaches beyond row *asked (all of them
+ * where `next` does not follow the row before: a core's next piece), a few lines at
  * each of this row's `blocks` (the kernel's 8 pixels by a line of channels),
  * and moves *asked on. The kernels read every pixel's channels a vector at
  * a time, a stream for each of the many pixels a run's taps reach, which
@@ -1919,34 +1939,36 @@ static int64_t source_bottom(const dw_axis *v, int64_t out_h, int64_t out_w, int
  * 207, medians of 11 alternated pairs). */
 static void plan_next_row(cg_tile_prefetch *ask, const dw_axis *v, const float *src,
                           int64_t row_floats, int64_t out_h, int64_t out_w, int64_t next,
-                          int64_t last, int64_t blocks, int64_t *asked)
+                          int64_t total, int jump, int64_t blocks, int64_t *asked)
 {
-    if (next >= last) {
+    if (next >= total) {
         cg_range_prefetch_plan(ask, src, src, 0);
         return;
     }
-    const int64_t bottom = source_bottom(v, out_h, out_w, next);
-    cg_range_prefetch_plan(ask, src + (*asked + 1) * row_floats, src + (bottom + 1) * row_floats,
+    const int64_t bottom = source_row(v, out_h, out_w, next, 1);
+    const int64_t from = jump ? source_row(v, out_h, out_w, next, 0) : *asked + 1;
+    cg_range_prefetch_plan(ask, src + from * row_floats, src + (bottom + 1) * row_floats,
                            max64(1, blocks));
-    *asked = max64(*asked, bottom);
+    *asked = jump ? bottom : max64(*asked, bottom);
 }
 
 /* The depthwise (one channel a group) forward, or input gradient of stride
- * 1, over output pixels [first, last) of out_h x out_w images: each output
+ * 1, over output pixels [first, last) of `total`, out_h x out_w images: each output
  * row's pixels whose taps are all inside as one run of the dwconv_run
  * kernel, the others (by the edges) a run each, through their inside taps;
  * `rows` holds 2 * kernel_h pointers: a run's rows, and the source lines of
- * the output row's kernel rows. */
+ * the output row's kernel rows. The last row asks for the rows of pixel
+ * `then`'s (the core's next piece); *asked: the last source row asked for. */
 static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, const float *src,
                            const float *init, int64_t out_h, int64_t out_w, const float *by_tap,
-                           const float **rows, int64_t first, int64_t last)
+                           const float **rows, int64_t first, int64_t last, int64_t then,
+                           int64_t *asked)
 {
-    const int64_t c = jb->plan.cout;
+    const int64_t c = jb->plan.cout, total = jb->plan.batch * out_h * out_w;
     int64_t in_lo, in_hi;
     axis_inside(h, out_w, &in_lo, &in_hi);
     const float **line = rows + v->taps;
     const int64_t row_floats = h->len * c;
-    int64_t asked = source_bottom(v, out_h, out_w, first); /* the first row's read on demand */
     /* an output larger than the last-level cache (at most 16 MiB of it:
      * kernels/context.c) goes to memory whatever reads it next: written
      * past the caches, it is not read in first */
@@ -1957,8 +1979,9 @@ static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, co
         const int64_t ox1 = min64(out_w, ox0 + last - at);
         cg_tile_prefetch ask;
         const int64_t blocks = (ox1 - ox0 + 7) / 8 * ((c + 15) / 16); /* 8 pixels x 64 bytes */
-        plan_next_row(&ask, v, src, row_floats, out_h, out_w, at + out_w - ox0, last, blocks,
-                      &asked);
+        const int64_t next = at + out_w - ox0;
+        plan_next_row(&ask, v, src, row_floats, out_h, out_w, next < last ? next : then, total,
+                      next >= last && then != last, blocks, asked);
         for (int64_t kh = 0; kh < v->taps; kh++) {
             const int64_t sy = oy * v->step + kh * v->tap + v->off;
             line[kh] = sy >= 0 && sy < v->len ? src + (image * v->len + sy) * h->len * c : NULL;
@@ -2123,16 +2146,23 @@ static void data_by_classes(const job *jb, const float *by_class, const float **
 /* Forward and input gradient, depthwise or grouped_nhwc, split by pixels:
  * depthwise by runs of a row (the input gradient where its stride is 1) or
  * a pixel at a time through its class's taps, grouped pixels_a_call pixels
- * a call. */
+ * a call. The pixels go in pieces of whole rows, about PIECES_A_CORE a core
+ * (pieces_queue_of). */
+enum { PIECES_A_CORE = 64 };
+
 static cg_status depthwise_core(job *jb, int rank, cg_error *err)
 {
     const cg_plan *p = &jb->plan;
     const int forward = jb->op == CG_CONV2D_FORWARD;
-    const int64_t pixels = forward ? p->rows : p->batch * p->in_h * p->in_w;
+    const int64_t width = forward ? p->out_w : p->in_w, height = forward ? p->out_h : p->in_h;
+    const int64_t pixels = p->batch * height * width, rows_total = p->batch * height;
+    const int64_t piece = width * max64(1, rows_total / (jb->members * PIECES_A_CORE));
+    const int64_t pieces = (pixels + piece - 1) / piece;
     int64_t first, last, *rows;
     float *by_tap;
-    cg_split_range(pixels, rank, jb->members, &first, &last);
-    const int some = first < last; /* pointers are int64-sized here */
+    cg_split_range(pieces, rank, jb->members, &first, &last);
+    const int some = first < last; /* a core with no range of its own leaves the pieces to
+                                      the others; pointers are int64-sized here */
     const int64_t weights = p->taps * p->cin_g * p->cout;
     /* a pointer a tap for each pixel of a call, or a run's 2 x kernel_h */
     const int64_t pointers = max64(p->taps * pixels_a_call(p), 2 * p->kernel_h);
@@ -2149,21 +2179,29 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
     cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
     since = cg_trace_start();
     const float **ptrs = (const float **)rows;
-    if (p->cin_g == 1 && forward) {
-        const dw_axis v = {p->stride_h, p->dil_h, -p->pad_u, p->in_h, p->kernel_h};
-        const dw_axis h = {p->stride_w, p->dil_w, -p->pad_l, p->in_w, p->kernel_w};
-        depthwise_runs(jb, &v, &h, jb->in0, jb->bias, p->out_h, p->out_w, by_tap, ptrs, first,
-                       last);
-    } else if (p->cin_g == 1 && p->stride_h == 1 && p->stride_w == 1) {
-        const dw_axis v = {1, -p->dil_h, p->pad_u, p->out_h, p->kernel_h};
-        const dw_axis h = {1, -p->dil_w, p->pad_l, p->out_w, p->kernel_w};
-        depthwise_runs(jb, &v, &h, jb->in0, NULL, p->in_h, p->in_w, by_tap, ptrs, first, last);
-    } else if (forward) {
-        forward_by_pixels(jb, by_tap, ptrs, first, last);
-    } else if (by_class) {
-        data_by_classes(jb, by_tap, ptrs, first, last);
-    } else {
-        data_by_pixels(jb, by_tap, ptrs, first, last);
+    const int runs = p->cin_g == 1 && (forward || (p->stride_h == 1 && p->stride_w == 1));
+    const dw_axis v = forward ? (dw_axis){p->stride_h, p->dil_h, -p->pad_u, p->in_h, p->kernel_h}
+                              : (dw_axis){1, -p->dil_h, p->pad_u, p->out_h, p->kernel_h};
+    const dw_axis h = forward ? (dw_axis){p->stride_w, p->dil_w, -p->pad_l, p->in_w, p->kernel_w}
+                              : (dw_axis){1, -p->dil_w, p->pad_l, p->out_w, p->kernel_w};
+    tile_queue queue = pieces_queue_of(jb, rank, pieces);
+    int64_t asked = -1; /* the source rows asked for: the first piece's are read on demand */
+    for (int64_t t = take_tile(&queue); t < queue.items;) {
+        const int64_t next = take_tile(&queue);
+        const int64_t at = t * piece, end = min64(pixels, at + piece);
+        const int64_t then = next < queue.items ? next * piece : pixels;
+        if (asked < 0 && runs)
+            asked = source_row(&v, height, width, at, 1);
+        if (runs)
+            depthwise_runs(jb, &v, &h, jb->in0, forward ? jb->bias : NULL, height, width, by_tap,
+                           ptrs, at, end, then, &asked);
+        else if (forward)
+            forward_by_pixels(jb, by_tap, ptrs, at, end);
+        else if (by_class)
+            data_by_classes(jb, by_tap, ptrs, at, end);
+        else
+            data_by_pixels(jb, by_tap, ptrs, at, end);
+        t = next;
     }
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_COMPUTE, since);
     return CG_OK;
