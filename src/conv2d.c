@@ -715,6 +715,144 @@ static void row_tables(const geometry *gm, const tile *tl, axis ah, axis aw, int
         }
 }
 
+/* ---- rows by a border together ---------------------------------------- */
+
+/* The packed driver skips, in each register tile of rows, the pieces of A
+ * (taps) that are padding in all its rows (cg_gemm_rows), where asked. Rows
+ * in pixel order mix the borders' pixels with the inside ones, so where the
+ * borders hold a fifth of the pixels or more a tile's rows are put in order
+ * of their class first: which taps of each axis stay inside (the inside
+ * ones first), pixel order within a class; the product goes to a scratch C
+ * in that order and each row is then copied to its pixel. For 3x3 with
+ * padding 1 the terms computed: on 7x7 pixels (49% by a border) 82% of
+ * them (the padding's share skipped; 99% in pixel order), on 14x14 (27%,
+ * tiles of 240 pixels) 95% (97%); on 28x28 (14%) 97-98% either way, where
+ * the copy and the calls a register tile instead of a block cost as much
+ * (0.99x), so it is not done. */
+enum {
+    MOST_CLASSES = 16,   /* an axis's, else its pixels are not sorted */
+    SORT_BORDER_PART = 5 /* sorted where at least 1/5 of the pixels are by a border */
+};
+
+typedef struct row_classes {
+    const int64_t *h, *w; /* the class of each grid row and column */
+    int64_t count_w;      /* of the columns' classes; 0: no sorting */
+} row_classes;
+
+/* Ints classes_of needs for a grid of grid_h x grid_w positions. */
+static int64_t class_ints(int64_t grid_h, int64_t grid_w)
+{
+    return grid_h + grid_w;
+}
+
+/* The classes of grid positions [0, grid) of an axis whose tap t reads
+ * source position a.off[t] + i * a.step, inside [0, size): positions with
+ * the same taps inside share one, class 0 those with all inside. Returns
+ * their number, 0 where they are more than MOST_CLASSES or the taps more
+ * than 64. */
+static int64_t axis_classes(axis a, int64_t size, int64_t grid, int64_t *cls)
+{
+    if (a.count > 64)
+        return 0;
+    uint64_t seen[MOST_CLASSES] = {a.count == 64 ? ~0ull : (1ull << a.count) - 1};
+    int64_t classes = 1;
+    for (int64_t i = 0; i < grid; i++) {
+        uint64_t in = 0;
+        for (int64_t t = 0; t < a.count; t++) {
+            const int64_t at = a.off[t] + i * a.step;
+            in |= (uint64_t)(at >= 0 && at < size) << t;
+        }
+        int64_t c = 0;
+        while (c < classes && seen[c] != in)
+            c++;
+        if (c == classes) {
+            if (classes == MOST_CLASSES)
+                return 0;
+            seen[classes++] = in;
+        }
+        cls[i] = c;
+    }
+    return classes;
+}
+
+/* The classes of a grid's rows and columns, into `ints` (class_ints). */
+static row_classes classes_of(axis ah, axis aw, int64_t size_h, int64_t size_w, int64_t grid_h,
+                              int64_t grid_w, int64_t *ints)
+{
+    const int64_t nh = axis_classes(ah, size_h, grid_h, ints);
+    const int64_t nw = axis_classes(aw, size_w, grid_w, ints + grid_h);
+    return (row_classes){ints, ints + grid_h, nh > 0 ? nw : 0};
+}
+
+/* The order of a tile's rows by class (row_classes): order[i] the tile row
+ * that goes i-th; tables `tab` (row_tables', `segments` a row) permuted so
+ * into `sorted`. Returns `sorted`, or `tab` where every row is inside (no
+ * order made). */
+static const int64_t *sorted_tables(const row_classes *rc, const tile *tl, const int64_t *tab,
+                                    int64_t segments, int64_t *order, int64_t *sorted)
+{
+    if (rc->count_w == 0)
+        return tab;
+    int64_t start[MOST_CLASSES * MOST_CLASSES + 1] = {0};
+    const int64_t classes = MOST_CLASSES * rc->count_w;
+    tile_pos pos = tile_start(tl);
+    for (int64_t t = 0; t < tl->count; t++, tile_advance(tl, &pos, 1))
+        start[rc->h[pos.i] * rc->count_w + rc->w[pos.j] + 1]++;
+    if (start[1] == tl->count)
+        return tab;
+    for (int64_t c = 1; c <= classes; c++)
+        start[c] += start[c - 1];
+    pos = tile_start(tl);
+    for (int64_t t = 0; t < tl->count; t++, tile_advance(tl, &pos, 1))
+        order[start[rc->h[pos.i] * rc->count_w + rc->w[pos.j]]++] = t;
+    for (int64_t e = 0; e < 3 * segments; e++) /* at, lo, hi: each [segment][row] */
+        for (int64_t i = 0; i < tl->count; i++)
+            sorted[e * tl->count + i] = tab[e * tl->count + order[i]];
+    return sorted;
+}
+
+/* Rows [0, count) of `res` (ldr floats apart), columns [c0, c1), to the
+ * rows order[i] of dst (ldd apart). */
+static void scatter_rows(float *dst, int64_t ldd, const float *res, int64_t ldr,
+                         const int64_t *order, int64_t count, int64_t c0, int64_t c1)
+{
+    for (int64_t i = 0; i < count; i++)
+        memcpy(dst + order[i] * ldd + c0, res + i * ldr + c0, (size_t)(c1 - c0) * sizeof(float));
+}
+
+/* The positions of a grid of `grid`, `step` apart, whose taps all read
+ * inside [0, size): position 0's first tap reads `first`, the others `dil`
+ * apart (the taps descend where dil < 0). */
+static int64_t inside_positions(int64_t first, int64_t taps, int64_t dil, int64_t step,
+                                int64_t grid, int64_t size)
+{
+    const int64_t last = first + (taps - 1) * dil, lo = min64(first, last), hi = max64(first, last);
+    int64_t inside = 0;
+    for (int64_t i = 0; i < grid; i++)
+        inside += lo + i * step >= 0 && hi + i * step < size;
+    return inside;
+}
+
+/* Whether the forward's (or the input gradient's, at stride 1) tiles on
+ * the packed driver sort their rows (sorted_tables): one group, A read in
+ * place (pieces of `piece` floats), and a fifth of the grid's pixels or
+ * more by a border (a tap of theirs through the padding). */
+static int sorts_rows(const cg_plan *p, int64_t piece, int forward)
+{
+    if (p->groups != 1 || !cg_rows_reads_a_in_place(cg_gemm_blocking_here(), piece))
+        return 0;
+    /* the grid and what it reads: the forward's output pixels reading x,
+     * the input gradient's dx pixels reading dy at i + pad - k * dil */
+    const int64_t grid_h = forward ? p->out_h : p->in_h, grid_w = forward ? p->out_w : p->in_w;
+    const int64_t inside =
+        forward
+            ? inside_positions(-p->pad_u, p->kernel_h, p->dil_h, p->stride_h, grid_h, p->in_h) *
+                  inside_positions(-p->pad_l, p->kernel_w, p->dil_w, p->stride_w, grid_w, p->in_w)
+            : inside_positions(p->pad_u, p->kernel_h, -p->dil_h, 1, grid_h, p->out_h) *
+                  inside_positions(p->pad_l, p->kernel_w, -p->dil_w, 1, grid_w, p->out_w);
+    return SORT_BORDER_PART * (grid_h * grid_w - inside) >= grid_h * grid_w;
+}
+
 /* The micro-panels of B (of each group's n columns, in `parts` shares:
  * cg_rows_panel) a core computes. */
 typedef struct panels {
@@ -782,12 +920,13 @@ static void rows_product(const job *jb, const float *src, const int64_t *tab, in
                          int64_t count, int64_t seg_len, int64_t piece, int64_t group_cols,
                          int64_t k, int64_t n, panels cols, const cg_rows_b *b, int64_t b_group,
                          int64_t w_group, const float *bias, float *c, int64_t ldc, float *pack,
-                         span next)
+                         span next, int sorted)
 {
     const int64_t e = segments * count;
     for (int64_t g = 0; g < jb->plan.groups; g++) {
-        const cg_rows_matrix a = {src,     tab,   tab + e,        tab + 2 * e, count,
-                                  seg_len, piece, g * group_cols, next.at,     next.bytes};
+        const cg_rows_matrix a = {src,     tab,        tab + e, tab + 2 * e,
+                                  count,   seg_len,    piece,   g * group_cols,
+                                  next.at, next.bytes, sorted};
         cg_rows_b bg = *b;
         if (bg.packed)
             bg.packed += g * b_group;
@@ -1054,10 +1193,14 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     const int64_t b_floats = as_it_goes  ? (int64_t)cg_rows_b_floats(bl, kc, 1, 1)
                              : rank == 0 ? p->groups * b_group
                                          : 0;
+    const int sorts = !padded && sorts_rows(p, piece, 1);
+    const int64_t tab_ints = 3 * segments * tile_rows;
+    const int64_t sort_ints = sorts ? class_ints(p->out_h, p->out_w) + tab_ints + tile_rows : 0;
+    const int64_t res_at = b_at + round_up(b_floats, LINE_FLOATS);
     int64_t *ints;
     float *mem;
-    if (core_scratch(jb, p->kernel_h + p->kernel_w + 3 * segments * tile_rows, b_at + b_floats,
-                     &ints, &mem, err) != CG_OK)
+    if (core_scratch(jb, p->kernel_h + p->kernel_w + tab_ints + sort_ints,
+                     res_at + (sorts ? tile_rows * p->cout : 0), &ints, &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     float *pad = mem + a_floats;
     cg_rows_b b = {.src = jb->in1, .ld = k, .panel = mem + b_at, .parts = cols.parts, .kc = kc};
@@ -1077,7 +1220,11 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     const cg_trace_mark since = cg_trace_start();
     axis ah, aw;
     kernel_taps(p, ints, ints + p->kernel_h, &ah, &aw);
-    int64_t *tab = ints + p->kernel_h + p->kernel_w;
+    int64_t *tab = ints + p->kernel_h + p->kernel_w, *sorted = tab + tab_ints;
+    int64_t *order = sorted + tab_ints;
+    const row_classes classes =
+        sorts ? classes_of(ah, aw, p->in_h, p->in_w, p->out_h, p->out_w, order + tile_rows)
+              : (row_classes){NULL, NULL, 0};
     const geometry gx = geometry_of(0, p->cin, p->in_h, p->in_w);
     const int64_t plane = p->out_h * p->out_w;
     tile_queue queue = tile_queue_of(
@@ -1096,14 +1243,22 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
             cg_trace_inner_end(packing);
             rows_product(jb, pad, tab, segments, tl.count, seg_len, seg_len, p->cin_g, k, p->cout_g,
                          mine, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
-                         (span){NULL, 0});
+                         (span){NULL, 0}, 0);
         } else {
             row_tables(&gx, &tl, ah, aw, runs, tab);
-            rows_product(jb, jb->in0, tab, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
-                         p->cout_g, mine, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
+            const int64_t *rows = sorted_tables(&classes, &tl, tab, segments, order, sorted);
+            float *res = rows == tab ? y : mem + res_at;
+            rows_product(jb, jb->in0, rows, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
+                         p->cout_g, mine, &b, b_group, p->cout_g * k, jb->bias, res, p->cout, mem,
                          next_row == row
                              ? (span){NULL, 0}
-                             : next_input_lines(p, jb->in0, next_row, tile_rows, p->rows));
+                             : next_input_lines(p, jb->in0, next_row, tile_rows, p->rows),
+                         rows != tab);
+            if (rows != tab) {
+                int64_t c0, c1;
+                panel_columns(mine, p->cout_g, &c0, &c1);
+                scatter_rows(y, p->cout, res, p->cout, order, tl.count, c0, c1);
+            }
         }
         t = next;
     }
@@ -1256,6 +1411,8 @@ typedef struct data_space {
     float *gathered, *res, *pack;
     int64_t *tab;
     panels cols; /* the packed driver's micro-panels of dx's channels this core computes */
+    row_classes classes; /* the packed driver's at stride 1, for sorted_tables */
+    int64_t *order, *sorted;
 } data_space;
 
 /* Whether the input gradient runs on the packed driver (see forward_on_rows):
@@ -1339,7 +1496,8 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
     const int64_t nh = taps_of(&dt->h, a), nw = taps_of(&dt->w, b), kp = nh * nw * p->cout_g;
     const axis ah = {dt->h.off + dt->h.start[a], nh, 1}, aw = {dt->w.off + dt->w.start[b], nw, 1};
     const int direct = dt->h.count == 1 && dt->w.count == 1;
-    float *c = direct ? jb->out + (tl->n * p->in_h * p->in_w + tl->first) * p->cin : sp->res;
+    float *dx = jb->out + (tl->n * p->in_h * p->in_w + tl->first) * p->cin; /* direct */
+    float *c = direct ? dx : sp->res;
     if (kp == 0) { /* no tap reaches these pixels */
         /* zeros in every group's columns; with one group, in the core's share */
         int64_t c0 = 0, c1 = p->cin;
@@ -1349,15 +1507,27 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
             cg_zero_floats(c + t * p->cin + c0, c1 - c0);
     } else {
         const int runs = p->groups == 1 && adjacent_taps(aw);
+        const int64_t segments = nh * (runs ? 1 : nw);
         row_tables(&gdy, tl, ah, aw, runs, sp->tab);
+        const int64_t *rows =
+            direct ? sorted_tables(&sp->classes, tl, sp->tab, segments, sp->order, sp->sorted)
+                   : sp->tab;
         const int parts = sp->cols.parts;
         const int64_t np = (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g, parts);
         const cg_rows_b packed = {.packed = jb->packed_w + phase_rows_before(p, dt, a, b) * np,
                                   .parts = parts,
                                   .kc = cg_gemm_blocking_here()->kc};
-        rows_product(jb, jb->in0, sp->tab, nh * (runs ? 1 : nw), tl->count,
-                     runs ? nw * p->cout : p->cout_g, p->cout_g, p->cout_g, kp, p->cin_g, sp->cols,
-                     &packed, data_b_group(p, dt, parts), 0, NULL, c, p->cin, sp->pack, next);
+        if (rows != sp->tab)
+            c = sp->res;
+        rows_product(jb, jb->in0, rows, segments, tl->count, runs ? nw * p->cout : p->cout_g,
+                     p->cout_g, p->cout_g, kp, p->cin_g, sp->cols, &packed,
+                     data_b_group(p, dt, parts), 0, NULL, c, p->cin, sp->pack, next,
+                     rows != sp->tab);
+        if (rows != sp->tab) {
+            int64_t c0, c1;
+            panel_columns(sp->cols, p->cin, &c0, &c1);
+            scatter_rows(dx, p->cin, sp->res, p->cin, sp->order, tl->count, c0, c1);
+        }
     }
     if (!direct)
         store_tile(sp->res, 0, jb->out, &gdx, tl, a, p->stride_h, b, p->stride_w, 0, p->cin);
@@ -1480,6 +1650,9 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     const int64_t ints_h = phase_ints(p->kernel_h, p->stride_h, p->in_h);
     const int64_t ints_w = phase_ints(p->kernel_w, p->stride_w, p->in_w);
     const int64_t tab_ints = on_rows ? 3 * most_taps * tile_rows : 0;
+    const int sorts =
+        on_rows && p->stride_h == 1 && p->stride_w == 1 && sorts_rows(p, p->cout_g, 0);
+    const int64_t sort_ints = sorts ? class_ints(p->in_h, p->in_w) + tab_ints + tile_rows : 0;
     int64_t floats = !(rs.s0 < rs.s1) ? 0
                      : on_rows        ? a_floats + tile_rows * p->cin
                                       : tile_rows * (gathered_width + p->cin_g);
@@ -1492,7 +1665,7 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
                           : (int64_t)p->dw_elems;
     int64_t *ints;
     float *mem;
-    if (core_scratch(jb, ints_h + ints_w + tab_ints, floats, &ints, &mem, err) != CG_OK)
+    if (core_scratch(jb, ints_h + ints_w + tab_ints + sort_ints, floats, &ints, &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     build_phases(&dt.h, ints, p->kernel_h, p->dil_h, p->pad_u, p->stride_h, p->in_h);
     build_phases(&dt.w, ints + ints_h, p->kernel_w, p->dil_w, p->pad_l, p->stride_w, p->in_w);
@@ -1510,9 +1683,17 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
     cm_bar_all(jb->core_mask, 1); /* the weights are packed */
     since = cg_trace_start();
+    const row_classes none = {NULL, NULL, 0};
+    int64_t *tab = ints + ints_h + ints_w, *sorted = tab + tab_ints, *order = sorted + tab_ints;
+    const row_classes classes =
+        sorts ? classes_of((axis){dt.h.off + dt.h.start[0], taps_of(&dt.h, 0), 1},
+                           (axis){dt.w.off + dt.w.start[0], taps_of(&dt.w, 0), 1}, p->out_h,
+                           p->out_w, p->in_h, p->in_w, order + tile_rows)
+              : none;
     const data_space sp =
-        on_rows ? (data_space){NULL, mem + a_floats, mem, ints + ints_h + ints_w, cols}
-                : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL, cols};
+        on_rows ? (data_space){NULL, mem + a_floats, mem, tab, cols, classes, order, sorted}
+                : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL, cols, none, NULL,
+                               NULL};
     if (on_rows) { /* tiles of the pixel order shared out as they come */
         tile_queue queue =
             tile_queue_of(jb, rank, pixels, tile_rows, by_channels,
@@ -1643,7 +1824,7 @@ static void data_band(const job *jb, int64_t n, int64_t h0, int64_t h1, int64_t 
             tab[2 * count + t] = p->cout;
         }
         const cg_rows_matrix a = {
-            jb->in0, tab, tab + count, tab + 2 * count, count, p->cout, p->cout, 0, NULL, 0};
+            jb->in0, tab, tab + count, tab + 2 * count, count, p->cout, p->cout, 0, NULL, 0, 0};
         const panels cols = all_panels(p->row_len);
         const cg_rows_b packed = {.packed = b, .parts = 1, .kc = cg_gemm_blocking_here()->kc};
         cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, &packed, cols.first,

@@ -604,8 +604,11 @@ static void exact_nhwc_shapes(const char *test, const shape *shapes, size_t coun
  * channels and the input gradient's input channels instead of the pixels;
  * input pixels no tap reaches (a stride over a 1x1 kernel), every group's
  * channels of them zero; a w larger than L2 (the forward's B packed a
- * micro-panel at a time, on CPUs whose L2 is under 4.8 MB). Every
- * operation, masks 1, 3 and 7 (the channels in three shares), exact. */
+ * micro-panel at a time, on CPUs whose L2 is under 4.8 MB); pixels by a
+ * border a fifth or more of them (the small images here, a tile's rows
+ * sorted by which taps stay inside, the padding skipped, the product copied
+ * back to its pixels). Every operation, masks 1, 3 and 7 (the channels in
+ * three shares), exact. */
 Test(conv2d, packed_driver_edges, .timeout = TEST_TIMEOUT)
 {
     /* clang-format off */
@@ -626,6 +629,9 @@ Test(conv2d, packed_driver_edges, .timeout = TEST_TIMEOUT)
         {"3x3 256->520 on 7x7: w (4.8 MB) past L2, its B packed as the forward goes", .n = 1,
          .h = 7, .w = 7, .cin = 256, .cout = 520, .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1,
          .pr = 1},
+        {"5x3 dilation 2x1, 32->72 on 9x6, pads 3 1 2 0: rows sorted by border class", .n = 3,
+         .h = 9, .w = 6, .cin = 32, .cout = 72, .kh = 5, .kw = 3, .dh = 2, .pt = 3, .pb = 1,
+         .pl = 2},
     };
     /* clang-format on */
     static const int masks[] = {0x1, 0x3, 0x7, 0}, tiles[] = {0, 7, 300, -1};

@@ -25,6 +25,7 @@ typedef struct cg_gemm_blocking {
     int mr, nr, kc, mc, nc;
     int vec;                       /* the columns of a vector of its register tiles (nr: none) */
     cg_gemm_indirect_fn *indirect; /* the indirect kernel of the same tile, or NULL */
+    int indirect_rows;             /* the rows of its register tile (of nr columns) */
 } cg_gemm_blocking;
 
 /* This CPU's blocking (the context's gemm_panel kernel, blocks from its L1
@@ -79,6 +80,10 @@ typedef struct cg_rows_matrix {
      * kernels ask for B's next micro-panel); NULL: nothing */
     const char *next;
     int64_t next_bytes;
+    /* rows alike in padding put together (the conv2d paths' sorted tiles):
+     * the indirect kernel then skips, in each register tile of rows, the
+     * pieces that are padding in all of them */
+    int skips_padding;
 } cg_rows_matrix;
 
 /* B (k x n) of cg_gemm_rows: packed whole before the call (`packed`, as

@@ -123,6 +123,13 @@ static int tile_vector(const cg_kernel_entry *e)
     return e->isa == CG_ISA_AVX512 ? 16 : e->isa == CG_ISA_AVX2 ? 8 : e->nr;
 }
 
+/* The rows of the register tile the indirect kernel of entry e's ISA runs
+ * on whole micro-panels (src/kernels/<isa>/gemm_panel.c). */
+static int indirect_tile_rows(const cg_kernel_entry *e)
+{
+    return e->isa == CG_ISA_AVX512 ? 8 : e->isa == CG_ISA_AVX2 ? 6 : e->mr;
+}
+
 /* kc: a B micro-panel in half of L1 (A's micro-panel and C's tile beside it);
  * mc: A's block in a quarter of L2; nc: B's block no more than twice A's, so
  * the pair stays a few hundred KB. */
@@ -143,7 +150,8 @@ static cg_gemm_blocking blocking_for(const cg_kernel_context *kx)
                               .mc = mc,
                               .nc = round_down(NC_MOST, e->nr),
                               .vec = tile_vector(e),
-                              .indirect = indirect};
+                              .indirect = indirect,
+                              .indirect_rows = indirect_tile_rows(ind)};
 }
 
 /* The kernel set of the sgemm kernels OpenBLAS chose for this CPU, by
