@@ -1230,6 +1230,10 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     tile_queue queue = tile_queue_of(
         jb, rank, p->rows, tile_rows, by_channels,
         cg_rows_reads_a_in_place(bl, piece) ? cg_rows_panels(bl, p->cout_g, cols.parts) : 0);
+    /* the tile whose tables (and padded copies) are made: a tile's
+     * micro-panels, where they are the items, come one after another */
+    int64_t tables_row = -1;
+    const int64_t *rows = tab;
     for (int64_t t = take_tile(&queue); t < queue.items;) {
         const int64_t row = item_tile(&queue, t) * tile_rows, next = take_tile(&queue);
         const int64_t next_row = item_tile(&queue, next) * tile_rows;
@@ -1237,16 +1241,20 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
         const tile tl = {row / plane, p->out_h, p->out_w, row % plane,
                          min64(tile_rows, p->rows - row)};
         float *y = jb->out + row * p->cout;
-        if (padded) { /* whole kernel rows of the padded copies: a piece each */
+        if (row != tables_row && padded) {
             const int64_t packing = cg_trace_inner_start();
             padded_tables(jb, &tl, pad, tab);
             cg_trace_inner_end(packing);
+        } else if (row != tables_row) {
+            row_tables(&gx, &tl, ah, aw, runs, tab);
+            rows = sorted_tables(&classes, &tl, tab, segments, order, sorted);
+        }
+        tables_row = row;
+        if (padded) { /* whole kernel rows of the padded copies: a piece each */
             rows_product(jb, pad, tab, segments, tl.count, seg_len, seg_len, p->cin_g, k, p->cout_g,
                          mine, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
                          (span){NULL, 0}, 0);
         } else {
-            row_tables(&gx, &tl, ah, aw, runs, tab);
-            const int64_t *rows = sorted_tables(&classes, &tl, tab, segments, order, sorted);
             float *res = rows == tab ? y : mem + res_at;
             rows_product(jb, jb->in0, rows, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
                          p->cout_g, mine, &b, b_group, p->cout_g * k, jb->bias, res, p->cout, mem,
@@ -1407,12 +1415,20 @@ static void pack_phase_weights(const job *jb, const data_tables *dt, int64_t co_
 /* A core's space for the input gradient's tiles: the gathered dy and the
  * product (tiles), or the row tables, A's packing space and the product
  * (the packed driver). */
+typedef struct made_tables {
+    int64_t first;       /* dx's pixel where the tile starts; -1: none made */
+    const int64_t *rows; /* its tables: tab, or sorted */
+} made_tables;
+
 typedef struct data_space {
     float *gathered, *res, *pack;
     int64_t *tab;
     panels cols; /* the packed driver's micro-panels of dx's channels this core computes */
     row_classes classes; /* the packed driver's at stride 1, for sorted_tables */
     int64_t *order, *sorted;
+    /* at stride 1, the tile whose tables are made: a tile's micro-panels,
+     * where they are the items, come one after another */
+    made_tables *made;
 } data_space;
 
 /* Whether the input gradient runs on the packed driver (see forward_on_rows):
@@ -1496,7 +1512,8 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
     const int64_t nh = taps_of(&dt->h, a), nw = taps_of(&dt->w, b), kp = nh * nw * p->cout_g;
     const axis ah = {dt->h.off + dt->h.start[a], nh, 1}, aw = {dt->w.off + dt->w.start[b], nw, 1};
     const int direct = dt->h.count == 1 && dt->w.count == 1;
-    float *dx = jb->out + (tl->n * p->in_h * p->in_w + tl->first) * p->cin; /* direct */
+    const int64_t first = tl->n * p->in_h * p->in_w + tl->first; /* direct: dx's pixel */
+    float *dx = jb->out + first * p->cin;
     float *c = direct ? dx : sp->res;
     if (kp == 0) { /* no tap reaches these pixels */
         /* zeros in every group's columns; with one group, in the core's share */
@@ -1508,10 +1525,16 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
     } else {
         const int runs = p->groups == 1 && adjacent_taps(aw);
         const int64_t segments = nh * (runs ? 1 : nw);
-        row_tables(&gdy, tl, ah, aw, runs, sp->tab);
-        const int64_t *rows =
-            direct ? sorted_tables(&sp->classes, tl, sp->tab, segments, sp->order, sp->sorted)
-                   : sp->tab;
+        const int64_t *rows = sp->tab;
+        if (direct && sp->made->first == first) {
+            rows = sp->made->rows;
+        } else {
+            row_tables(&gdy, tl, ah, aw, runs, sp->tab);
+            if (direct) {
+                rows = sorted_tables(&sp->classes, tl, sp->tab, segments, sp->order, sp->sorted);
+                *sp->made = (made_tables){first, rows};
+            }
+        }
         const int parts = sp->cols.parts;
         const int64_t np = (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g, parts);
         const cg_rows_b packed = {.packed = jb->packed_w + phase_rows_before(p, dt, a, b) * np,
@@ -1690,10 +1713,12 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
                            (axis){dt.w.off + dt.w.start[0], taps_of(&dt.w, 0), 1}, p->out_h,
                            p->out_w, p->in_h, p->in_w, order + tile_rows)
               : none;
+    made_tables made = {-1, NULL};
     const data_space sp =
-        on_rows ? (data_space){NULL, mem + a_floats, mem, tab, cols, classes, order, sorted}
-                : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL, cols, none, NULL,
-                               NULL};
+        on_rows
+            ? (data_space){NULL, mem + a_floats, mem, tab, cols, classes, order, sorted, &made}
+            : (data_space){
+                  mem, mem + tile_rows * gathered_width, NULL, NULL, cols, none, NULL, NULL, &made};
     if (on_rows) { /* tiles of the pixel order shared out as they come */
         tile_queue queue =
             tile_queue_of(jb, rank, pixels, tile_rows, by_channels,
