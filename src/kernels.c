@@ -282,9 +282,7 @@ static int tap_runs(const cg_plan *p, const dy_view *dy, const x_view *x, int64_
 /* The packers (or, on the runs, the kernels' first calls) read dy and x
  * from memory once a pass, and the kernels then compute from the caches for
  * far longer than that takes: each kernel call prefetches its share of the
- * next pass's lines into L2, spread over its steps (the gemm_runs kernels,
- * which take no range, get theirs asked for before the call), so the pass
- * finds them there. */
+ * next pass's lines into L2 (list.h), so the pass finds them there. */
 enum { LINE = 64, MOST_PREFETCH_BYTES = 1 << 20 };
 
 typedef struct prefetcher {
@@ -332,16 +330,6 @@ static void prefetch_share(prefetcher *pf, const char **from, const char **to)
     *to = *from + bytes;
     pf->at[i] += bytes;
     pf->left[i] -= bytes;
-}
-
-/* The next call's share of the lines, asked for into L2 at once, where a
- * kernel takes no range to spread them over (gemm_runs). */
-static void prefetch_ahead(prefetcher *pf)
-{
-    const char *from, *to;
-    prefetch_share(pf, &from, &to);
-    for (; from < to; from += LINE)
-        __builtin_prefetch(from, 0, 2);
 }
 
 /* Scratch of runs_rows: none for fp32; fp16's converted dy and x rows. */
@@ -401,12 +389,13 @@ static void runs_rows(const cg_plan *p, const void *dy, const void *x, const cg_
                         const int runs = tap_runs(p, &dyr, &xr, r0, r1, kh, kw,
                                                   g * cin_g + j0 - tap * cin_g, run);
                         for (int64_t i = 0; i < m; i += bl->mr) {
-                            prefetch_ahead(&next);
+                            const char *from, *to;
+                            prefetch_share(&next, &from, &to);
                             for (int k = 0; k < runs; k++)
                                 moved[k] = (cg_gemm_run){run[k].a + i, run[k].b, run[k].len};
                             kernel((int)min64(bl->mr, m - i), (int)(j1 - j0), runs, moved, dyr.step,
                                    p->stride_w * xr.pixel, step_beta, dst_g + i * p->row_len + j0,
-                                   (int)p->row_len);
+                                   (int)p->row_len, from, to);
                         }
                     }
                 }
@@ -506,11 +495,13 @@ static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_d
                 if (!whole)
                     cg_rows_panel(bl, co_n, 1, q, &c0, &width);
                 for (int64_t i = j0; i < j1; i += bl->mr) {
-                    prefetch_ahead(&next);
+                    const char *from, *to;
+                    prefetch_share(&next, &from, &to);
                     for (int k = 0; k < runs; k++)
                         moved[k] = (cg_gemm_run){run[k].a + (i - j0), run[k].b + c0, run[k].len};
                     kernel((int)min64(bl->mr, j1 - i), (int)width, runs, moved,
-                           p->stride_w * p->cin, dyr.step, 1.0f, sums + i * co_n + c0, (int)co_n);
+                           p->stride_w * p->cin, dyr.step, 1.0f, sums + i * co_n + c0, (int)co_n,
+                           from, to);
                 }
             }
         }

@@ -254,7 +254,7 @@ static int gemm_runs_wrong(cg_gemm_runs_fn *fn, int m, int n, const int *len, in
             for (int i = 0; i < m; i++)
                 for (int j = 0; j < n; j++)
                     want[i * n + j] += (double)run[q].a[p * lda + i] * run[q].b[p * ldb + j];
-    fn(m, n, runs, run, lda, ldb, (float)beta, c, ldc);
+    fn(m, n, runs, run, lda, ldb, (float)beta, c, ldc, (const char *)c, (const char *)(c + ldc));
     const int bad = c_wrong(c, ldc, m, n, want, k);
     for (int q = 0; q < runs; q++)
         free(mem[q][0]), free(mem[q][1]);

@@ -63,13 +63,17 @@ typedef void cg_gemm_indirect_fn(int m, int n, int pieces, const int *len, const
  * runs q < runs and p < run[q].len of run[q].a[p*lda + i] *
  * run[q].b[p*ldb + j], for i < m <= mr and j < n <= nr (the list's tile);
  * nothing of A past row m, of B past column n, or of C past either is
- * touched. beta is 0 (C written, never read) or 1. */
+ * touched. beta is 0 (C written, never read) or 1. The kernel prefetches
+ * the cache lines [prefetch, prefetch_end) into L2, a few at a time among
+ * its steps or all at once where its loop has no register to spare (a hint
+ * for what the caller reads next: NULL, NULL for none). */
 typedef struct cg_gemm_run {
     const float *a, *b;
     int64_t len;
 } cg_gemm_run;
 typedef void cg_gemm_runs_fn(int m, int n, int runs, const cg_gemm_run *run, int64_t lda,
-                             int64_t ldb, float beta, float *c, int ldc);
+                             int64_t ldb, float beta, float *c, int ldc, const char *prefetch,
+                             const char *prefetch_end);
 
 /* The packers' rows: step t of a panel reads a segment of a tensor (a
  * kernel row or a tap of an im2col row, or a row of dy) whose column `col`

@@ -51,8 +51,10 @@ void cg_f32_gemm_indirect_ref_8x16(int m, int n, int pieces, const int *len, con
 }
 
 void cg_f32_gemm_runs_ref_8x16(int m, int n, int runs, const cg_gemm_run *run, int64_t lda,
-                               int64_t ldb, float beta, float *c, int ldc)
+                               int64_t ldb, float beta, float *c, int ldc, const char *prefetch,
+                               const char *prefetch_end)
 {
+    (void)prefetch, (void)prefetch_end;
     for (int i = 0; i < m; i++) {
         float *ci = c + (size_t)i * ldc;
         start_row(ci, n, beta, NULL);
