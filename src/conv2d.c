@@ -811,15 +811,6 @@ static const int64_t *sorted_tables(const row_classes *rc, const tile *tl, const
     return sorted;
 }
 
-/* Rows [0, count) of `res` (ldr floats apart), columns [c0, c1), to the
- * rows order[i] of dst (ldd apart). */
-static void scatter_rows(float *dst, int64_t ldd, const float *res, int64_t ldr,
-                         const int64_t *order, int64_t count, int64_t c0, int64_t c1)
-{
-    for (int64_t i = 0; i < count; i++)
-        memcpy(dst + order[i] * ldd + c0, res + i * ldr + c0, (size_t)(c1 - c0) * sizeof(float));
-}
-
 /* The positions of a grid of `grid`, `step` apart, whose taps all read
  * inside [0, size): position 0's first tap reads `first`, the others `dil`
  * apart (the taps descend where dil < 0). */
@@ -872,6 +863,65 @@ static void panel_columns(panels q, int64_t n, int64_t *first, int64_t *last)
     cg_rows_panel(cg_gemm_blocking_here(), n, q.parts, q.last - 1, last, &width);
     *last += width;
     cg_rows_panel(cg_gemm_blocking_here(), n, q.parts, q.first, first, &width);
+}
+
+/* A core's row tables for the packed driver's tiles (tab: row_tables', or
+ * the forward's padded_tables), sorted by border class where asked
+ * (sorted_tables), and which tile they are: a tile's micro-panels, where
+ * they are the items, come one after another, so its tables are made once. */
+typedef struct tile_order {
+    row_classes classes; /* count_w 0: the rows stay in pixel order */
+    int64_t *tab, *sorted, *order;
+    int64_t made;        /* the first pixel of the tile whose tables these are; -1: none */
+    const int64_t *rows; /* its tables: tab, or sorted */
+} tile_order;
+
+/* Ints a tile_order takes past its tables (tab_ints), sorting tiles of
+ * tile_rows pixels of a grid_h x grid_w grid, or not. */
+static int64_t order_ints(int sorts, int64_t tab_ints, int64_t tile_rows, int64_t grid_h,
+                          int64_t grid_w)
+{
+    return sorts ? tab_ints + tile_rows + class_ints(grid_h, grid_w) : 0;
+}
+
+/* A tile_order at `ints` (tab_ints, then order_ints); where it sorts, the
+ * grid's classes by the taps ah, aw reading a size_h x size_w source. */
+static tile_order tile_order_at(int64_t *ints, int64_t tab_ints, int64_t tile_rows, int sorts,
+                                axis ah, axis aw, int64_t size_h, int64_t size_w, int64_t grid_h,
+                                int64_t grid_w)
+{
+    tile_order to = {{NULL, NULL, 0}, ints, NULL, NULL, -1, ints};
+    if (sorts) {
+        to.sorted = ints + tab_ints;
+        to.order = to.sorted + tab_ints;
+        to.classes = classes_of(ah, aw, size_h, size_w, grid_h, grid_w, to.order + tile_rows);
+    }
+    return to;
+}
+
+/* Tables just made in to->tab are tile tl's, from pixel `first`: its rows'
+ * order. */
+static void order_tile(tile_order *to, const tile *tl, int64_t segments, int64_t first)
+{
+    to->rows = sorted_tables(&to->classes, tl, to->tab, segments, to->order, to->sorted);
+    to->made = first;
+}
+
+static int tile_sorted(const tile_order *to)
+{
+    return to->rows != to->tab;
+}
+
+/* A sorted tile's product (res: its count rows in to's order, ld floats
+ * apart) into their pixels' rows of dst, the columns of the micro-panels
+ * `cols` of n. */
+static void unsort_rows(const tile_order *to, panels cols, int64_t n, float *dst, const float *res,
+                        int64_t ld, int64_t count)
+{
+    int64_t c0, c1;
+    panel_columns(cols, n, &c0, &c1);
+    for (int64_t i = 0; i < count; i++)
+        memcpy(dst + to->order[i] * ld + c0, res + i * ld + c0, (size_t)(c1 - c0) * sizeof(float));
 }
 
 /* Bytes the next tile reads from a tensor (cg_rows_matrix.next). */
@@ -1195,7 +1245,7 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
                                          : 0;
     const int sorts = !padded && sorts_rows(p, piece, 1);
     const int64_t tab_ints = 3 * segments * tile_rows;
-    const int64_t sort_ints = sorts ? class_ints(p->out_h, p->out_w) + tab_ints + tile_rows : 0;
+    const int64_t sort_ints = order_ints(sorts, tab_ints, tile_rows, p->out_h, p->out_w);
     const int64_t res_at = b_at + round_up(b_floats, LINE_FLOATS);
     int64_t *ints;
     float *mem;
@@ -1220,20 +1270,13 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     const cg_trace_mark since = cg_trace_start();
     axis ah, aw;
     kernel_taps(p, ints, ints + p->kernel_h, &ah, &aw);
-    int64_t *tab = ints + p->kernel_h + p->kernel_w, *sorted = tab + tab_ints;
-    int64_t *order = sorted + tab_ints;
-    const row_classes classes =
-        sorts ? classes_of(ah, aw, p->in_h, p->in_w, p->out_h, p->out_w, order + tile_rows)
-              : (row_classes){NULL, NULL, 0};
+    tile_order order = tile_order_at(ints + p->kernel_h + p->kernel_w, tab_ints, tile_rows, sorts,
+                                     ah, aw, p->in_h, p->in_w, p->out_h, p->out_w);
     const geometry gx = geometry_of(0, p->cin, p->in_h, p->in_w);
     const int64_t plane = p->out_h * p->out_w;
     tile_queue queue = tile_queue_of(
         jb, rank, p->rows, tile_rows, by_channels,
         cg_rows_reads_a_in_place(bl, piece) ? cg_rows_panels(bl, p->cout_g, cols.parts) : 0);
-    /* the tile whose tables (and padded copies) are made: a tile's
-     * micro-panels, where they are the items, come one after another */
-    int64_t tables_row = -1;
-    const int64_t *rows = tab;
     for (int64_t t = take_tile(&queue); t < queue.items;) {
         const int64_t row = item_tile(&queue, t) * tile_rows, next = take_tile(&queue);
         const int64_t next_row = item_tile(&queue, next) * tile_rows;
@@ -1241,32 +1284,30 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
         const tile tl = {row / plane, p->out_h, p->out_w, row % plane,
                          min64(tile_rows, p->rows - row)};
         float *y = jb->out + row * p->cout;
-        if (row != tables_row && padded) {
+        if (order.made != row && padded) { /* and the padded copies */
             const int64_t packing = cg_trace_inner_start();
-            padded_tables(jb, &tl, pad, tab);
+            padded_tables(jb, &tl, pad, order.tab);
             cg_trace_inner_end(packing);
-        } else if (row != tables_row) {
-            row_tables(&gx, &tl, ah, aw, runs, tab);
-            rows = sorted_tables(&classes, &tl, tab, segments, order, sorted);
+            order_tile(&order, &tl, segments, row);
+        } else if (order.made != row) {
+            row_tables(&gx, &tl, ah, aw, runs, order.tab);
+            order_tile(&order, &tl, segments, row);
         }
-        tables_row = row;
         if (padded) { /* whole kernel rows of the padded copies: a piece each */
-            rows_product(jb, pad, tab, segments, tl.count, seg_len, seg_len, p->cin_g, k, p->cout_g,
-                         mine, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
+            rows_product(jb, pad, order.rows, segments, tl.count, seg_len, seg_len, p->cin_g, k,
+                         p->cout_g, mine, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
                          (span){NULL, 0}, 0);
         } else {
-            float *res = rows == tab ? y : mem + res_at;
-            rows_product(jb, jb->in0, rows, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
-                         p->cout_g, mine, &b, b_group, p->cout_g * k, jb->bias, res, p->cout, mem,
-                         next_row == row
-                             ? (span){NULL, 0}
-                             : next_input_lines(p, jb->in0, next_row, tile_rows, p->rows),
-                         rows != tab);
-            if (rows != tab) {
-                int64_t c0, c1;
-                panel_columns(mine, p->cout_g, &c0, &c1);
-                scatter_rows(y, p->cout, res, p->cout, order, tl.count, c0, c1);
-            }
+            const int sorted = tile_sorted(&order);
+            float *res = sorted ? mem + res_at : y;
+            rows_product(
+                jb, jb->in0, order.rows, segments, tl.count, seg_len, p->cin_g, p->cin_g, k,
+                p->cout_g, mine, &b, b_group, p->cout_g * k, jb->bias, res, p->cout, mem,
+                next_row == row ? (span){NULL, 0}
+                                : next_input_lines(p, jb->in0, next_row, tile_rows, p->rows),
+                sorted);
+            if (sorted)
+                unsort_rows(&order, mine, p->cout_g, y, res, p->cout, tl.count);
         }
         t = next;
     }
@@ -1415,20 +1456,10 @@ static void pack_phase_weights(const job *jb, const data_tables *dt, int64_t co_
 /* A core's space for the input gradient's tiles: the gathered dy and the
  * product (tiles), or the row tables, A's packing space and the product
  * (the packed driver). */
-typedef struct made_tables {
-    int64_t first;       /* dx's pixel where the tile starts; -1: none made */
-    const int64_t *rows; /* its tables: tab, or sorted */
-} made_tables;
-
 typedef struct data_space {
     float *gathered, *res, *pack;
-    int64_t *tab;
-    panels cols; /* the packed driver's micro-panels of dx's channels this core computes */
-    row_classes classes; /* the packed driver's at stride 1, for sorted_tables */
-    int64_t *order, *sorted;
-    /* at stride 1, the tile whose tables are made: a tile's micro-panels,
-     * where they are the items, come one after another */
-    made_tables *made;
+    tile_order *order; /* the packed driver's tables (sorted at stride 1, where asked) */
+    panels cols;       /* the packed driver's micro-panels of dx's channels this core computes */
 } data_space;
 
 /* Whether the input gradient runs on the packed driver (see forward_on_rows):
@@ -1525,32 +1556,26 @@ static void data_rows_tile(const job *jb, const data_tables *dt, const tile *tl,
     } else {
         const int runs = p->groups == 1 && adjacent_taps(aw);
         const int64_t segments = nh * (runs ? 1 : nw);
-        const int64_t *rows = sp->tab;
-        if (direct && sp->made->first == first) {
-            rows = sp->made->rows;
-        } else {
-            row_tables(&gdy, tl, ah, aw, runs, sp->tab);
-            if (direct) {
-                rows = sorted_tables(&sp->classes, tl, sp->tab, segments, sp->order, sp->sorted);
-                *sp->made = (made_tables){first, rows};
-            }
+        tile_order *order = sp->order;
+        if (!direct || order->made != first) { /* a phase's tiles: their tables each time */
+            row_tables(&gdy, tl, ah, aw, runs, order->tab);
+            if (direct)
+                order_tile(order, tl, segments, first);
         }
+        const int64_t *rows = direct ? order->rows : order->tab;
+        const int sorted = direct && tile_sorted(order);
         const int parts = sp->cols.parts;
         const int64_t np = (int64_t)cg_rows_b_floats(cg_gemm_blocking_here(), 1, p->cin_g, parts);
         const cg_rows_b packed = {.packed = jb->packed_w + phase_rows_before(p, dt, a, b) * np,
                                   .parts = parts,
                                   .kc = cg_gemm_blocking_here()->kc};
-        if (rows != sp->tab)
+        if (sorted)
             c = sp->res;
         rows_product(jb, jb->in0, rows, segments, tl->count, runs ? nw * p->cout : p->cout_g,
                      p->cout_g, p->cout_g, kp, p->cin_g, sp->cols, &packed,
-                     data_b_group(p, dt, parts), 0, NULL, c, p->cin, sp->pack, next,
-                     rows != sp->tab);
-        if (rows != sp->tab) {
-            int64_t c0, c1;
-            panel_columns(sp->cols, p->cin, &c0, &c1);
-            scatter_rows(dx, p->cin, sp->res, p->cin, sp->order, tl->count, c0, c1);
-        }
+                     data_b_group(p, dt, parts), 0, NULL, c, p->cin, sp->pack, next, sorted);
+        if (sorted)
+            unsort_rows(order, sp->cols, p->cin, dx, sp->res, p->cin, tl->count);
     }
     if (!direct)
         store_tile(sp->res, 0, jb->out, &gdx, tl, a, p->stride_h, b, p->stride_w, 0, p->cin);
@@ -1675,7 +1700,7 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     const int64_t tab_ints = on_rows ? 3 * most_taps * tile_rows : 0;
     const int sorts =
         on_rows && p->stride_h == 1 && p->stride_w == 1 && sorts_rows(p, p->cout_g, 0);
-    const int64_t sort_ints = sorts ? class_ints(p->in_h, p->in_w) + tab_ints + tile_rows : 0;
+    const int64_t sort_ints = order_ints(sorts, tab_ints, tile_rows, p->in_h, p->in_w);
     int64_t floats = !(rs.s0 < rs.s1) ? 0
                      : on_rows        ? a_floats + tile_rows * p->cin
                                       : tile_rows * (gathered_width + p->cin_g);
@@ -1706,19 +1731,13 @@ static cg_status data_core(job *jb, int rank, cg_error *err)
     cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
     cm_bar_all(jb->core_mask, 1); /* the weights are packed */
     since = cg_trace_start();
-    const row_classes none = {NULL, NULL, 0};
-    int64_t *tab = ints + ints_h + ints_w, *sorted = tab + tab_ints, *order = sorted + tab_ints;
-    const row_classes classes =
-        sorts ? classes_of((axis){dt.h.off + dt.h.start[0], taps_of(&dt.h, 0), 1},
-                           (axis){dt.w.off + dt.w.start[0], taps_of(&dt.w, 0), 1}, p->out_h,
-                           p->out_w, p->in_h, p->in_w, order + tile_rows)
-              : none;
-    made_tables made = {-1, NULL};
+    tile_order order = tile_order_at(ints + ints_h + ints_w, tab_ints, tile_rows, sorts,
+                                     (axis){dt.h.off + dt.h.start[0], taps_of(&dt.h, 0), 1},
+                                     (axis){dt.w.off + dt.w.start[0], taps_of(&dt.w, 0), 1},
+                                     p->out_h, p->out_w, p->in_h, p->in_w);
     const data_space sp =
-        on_rows
-            ? (data_space){NULL, mem + a_floats, mem, tab, cols, classes, order, sorted, &made}
-            : (data_space){
-                  mem, mem + tile_rows * gathered_width, NULL, NULL, cols, none, NULL, NULL, &made};
+        on_rows ? (data_space){NULL, mem + a_floats, mem, &order, cols}
+                : (data_space){mem, mem + tile_rows * gathered_width, NULL, NULL, cols};
     if (on_rows) { /* tiles of the pixel order shared out as they come */
         tile_queue queue =
             tile_queue_of(jb, rank, pixels, tile_rows, by_channels,
