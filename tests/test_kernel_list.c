@@ -852,15 +852,16 @@ static void check_dwconv_pixel(cg_dwconv_pixel_fn *fn, const char *name, cg_isa 
 static int dwconv_run_wrong(cg_dwconv_run_fn *fn, int n, int kh_n, int kw, int kw0, int kw1,
                             int pixels, int back, int with_init, cgt_rng *r)
 {
-    enum { KH = 3, MOST = 33 * 64 + 1 };
+    enum { KH = 3, MOST_N = 128, MOST = 33 * MOST_N + 1 };
     /* got line-aligned, so that a kernel may stream whole blocks into it */
-    static float got[MOST] __attribute__((aligned(64))), want[MOST], init[64], w[KH * 5 * 64];
+    static float got[MOST] __attribute__((aligned(64))), want[MOST], init[MOST_N],
+        w[KH * 5 * MOST_N];
     const int64_t spread = n % 3, pixel_step = n + spread, taps = kw1 - kw0;
     const int64_t tap_step = (back ? -1 : 1) * (n + 2 * spread);
     /* the floats a kernel row's run reaches, from its pointer */
     const int64_t lo = back && taps ? (taps - 1) * tap_step : 0;
     const int64_t hi = (pixels - 1) * pixel_step + n + (!back && taps ? (taps - 1) * tap_step : 0);
-    cr_assert(kh_n <= KH && pixels * n < MOST && n <= 64 && kw <= 5);
+    cr_assert(kh_n <= KH && pixels * n < MOST && n <= MOST_N && kw <= 5);
     float *block[KH] = {NULL, NULL, NULL};
     const float *rows[KH] = {NULL, NULL, NULL};
     for (int kh = 0; kh < kh_n; kh++) {
@@ -905,20 +906,23 @@ static int dwconv_run_wrong(cg_dwconv_run_fn *fn, int n, int kh_n, int kw, int k
     return memcmp(got, want, sizeof(float) * (size_t)(pixels * n + 1)) != 0;
 }
 
-/* Runs of 1 to 2 blocks of pixels and one more, channel counts up to 3
- * vectors and a few past, and whole lines of them (16 to 64: where a run
- * may stream, every line is written whole), kernels of 1 and 3 rows and 1,
- * 3 and 5 taps a row with every tap range [kw0, kw1) (empty ones too). */
+/* Runs of 1 to 2 blocks of pixels and one more, channel counts up to 5
+ * vectors and a few past (AVX-512 blocks of 4 vectors and a tail of 1 to 4),
+ * and whole lines of them (16 to 64, and 128: where a run may stream, every
+ * line is written whole), kernels of 1 and 3 rows and 1, 3 and 5 taps a row
+ * with every tap range [kw0, kw1) (empty ones too). */
 static void check_dwconv_run(cg_dwconv_run_fn *fn, const char *name, cg_isa isa, int mr, int nr)
 {
     (void)isa, (void)mr;
-    /* blocks of 8, and of 12 (AVX2) or 16 (AVX-512) where three taps are a pixel apart */
+    /* blocks of 8 (AVX2) or 4 (AVX-512), and of 12 (AVX2) or 16 (AVX-512) where
+     * three taps are a pixel apart */
     const int widths[] = {1, 3, 5}, pixel_counts[] = {1, 7, 8, 9, 12, 16, 17, 25, 33};
     int channels[64], counts = 0;
-    for (int n = 1; n <= 3 * nr + 5; n += n < nr + 2 ? 1 : 5)
+    for (int n = 1; n <= 5 * nr + 5; n += n < nr + 2 ? 1 : 5)
         channels[counts++] = n;
     for (int n = 16; n <= 64; n += 16)
         channels[counts++] = n;
+    channels[counts++] = 128;
     cgt_rng r;
     cgt_rng_seed(&r, cgt_base_seed());
     for (int ci = 0; ci < counts; ci++)

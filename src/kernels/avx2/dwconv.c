@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The training step's depthwise kernels on AVX2 + FMA (avx512/dwconv.c's
- * design, eight lanes): runs of a row, the sums of eight pixels in
+ * design, eight lanes): runs of a row, eight or twelve sums in
  * registers; single pixels, eight channels at a time, their sum in one
  * register over every tap. */
 #include <immintrin.h>
@@ -63,7 +63,17 @@ cg_f32_dwconv_pixel_avx2(float *restrict out, const float *restrict init, const 
 
 /* ---- the training step's depthwise runs (avx512/dwconv.c's design) ---- */
 
-enum { RUN_PIXELS = 8, SLIDE_PIXELS = 12, MOST_PIXELS = 12 };
+/* The runs' blocks where the taps are not a pixel apart (a stride over 1,
+ * dilation, the edges), as on AVX-512 (avx512/dwconv.c: RUN_SUMS): four
+ * vectors of channels (128 contiguous bytes of a pixel's channels at a tap)
+ * by two pixels, and the last one to four vectors by two to eight pixels.
+ * Against one vector by eight pixels, in the training step's forward
+ * (Xeon family 6 model 207, `CONVGRAD_ISA=avx2`, 1 and 2 cores, aligned
+ * tensors): mbv1_dw_28_s2 1.35-1.37x, 64 channels at stride 2 1.20-1.23x,
+ * 5x5 of 40 channels 1.09-1.11x; the stride-1 forwards and input gradients
+ * (their edges, and the streamed slides' halves of a line now a pair of
+ * calls) 1.06-1.16x. By three pixels no faster. */
+enum { RUN_SUMS = 8, RUN_VECTORS = 4, SLIDE_PIXELS = 12 };
 
 /* Where a run streams (its output past the caches) and its lines are
  * aligned (out and a pixel's n floats whole lines), every lane of a block is
@@ -96,43 +106,83 @@ put_block(const int stream, const int whole, __m256i mask, float *at_out, int64_
         run_store(whole, mask, at_out + i * n, acc[i]);
 }
 
-/* Pixels [p0, p0 + count) (count <= RUN_PIXELS) of a run, lanes [c0, c0 +
- * 8) under `mask`: eight sums in registers, each weight loaded once for
- * all. A whole block (`full`) walks its pixels from one pointer, a step a
- * pixel; a short block's missing pixels repeat its last (read, not stored),
- * through an offset each. Eight offsets and the tap's pointers are more
- * than the integer registers: spilled, the tap's pointer went through
- * memory each tap (2.6x slower on an AMD EPYC of family 23). */
+/* Pixels [p0, p0 + count) (count <= px) of a run, lanes [c0, c0 + 8 * nv),
+ * the last vector under `mask` where not `whole`: nv * px sums in
+ * registers, each weight vector loaded once for the block. A whole block
+ * (`full`) walks its pixels from one pointer, a step a pixel; a short
+ * block's missing pixels repeat its last (read, not stored), through an
+ * offset each. Eight offsets and the tap's pointers are more than the
+ * integer registers: spilled, the tap's pointer went through memory each
+ * tap (2.6x slower on an AMD EPYC of family 23). Where the run streams
+ * (`stream`: its lines whole, nv even), a line's two vectors go out back to
+ * back. */
 __attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
-run_block(const int stream, const int whole, const int full, __m256i mask, float *restrict out,
-          const float *restrict init, const cg_dwconv_run *r, const float *restrict w, int64_t p0,
-          int64_t count, int64_t c0, int64_t n, float (*held)[LANES])
+run_block(const int stream, const int nv, const int px, const int whole, const int full,
+          __m256i mask, float *restrict out, const float *restrict init, const cg_dwconv_run *r,
+          const float *restrict w, int64_t p0, int64_t count, int64_t c0, int64_t n)
 {
-    int64_t at[RUN_PIXELS];
-    for (int i = 0; i < RUN_PIXELS; i++)
+    int64_t at[RUN_SUMS];
+    for (int i = 0; i < px; i++)
         at[i] = (p0 + (i < count ? i : count - 1)) * r->pixel_step + c0;
-    if (r->ask && c0 % (2 * LANES) == 0) /* a step a line of channels, as on AVX-512 */
+    if (r->ask)
         cg_tile_prefetch_step(r->ask);
-    const __m256 start = init ? run_load(whole, mask, init + c0) : _mm256_setzero_ps();
-    __m256 acc[RUN_PIXELS];
+    __m256 acc[RUN_SUMS][RUN_VECTORS];
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) {
+        const __m256 start =
+            init ? run_load(whole || v < nv - 1, mask, init + c0 + LANES * v) : _mm256_setzero_ps();
 #pragma GCC unroll 8
-    for (int i = 0; i < RUN_PIXELS; i++)
-        acc[i] = start;
+        for (int i = 0; i < px; i++)
+            acc[i][v] = start;
+    }
     const int64_t ps = r->pixel_step;
     for (int64_t kh = 0; kh < r->kernel_h; kh++) {
         const float *row = r->rows[kh], *wt = w + (kh * r->kernel_w + r->kw0) * n + c0;
         if (full && row)
             row += at[0];
         for (int64_t kw = r->kw0; row && kw < r->kw1; kw++, row += r->tap_step, wt += n) {
-            const __m256 wv = run_load(whole, mask, wt);
-            const float *px = row;
+            __m256 wv[RUN_VECTORS];
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                wv[v] = run_load(whole || v < nv - 1, mask, wt + LANES * v);
+            const float *at_px = row;
 #pragma GCC unroll 8
-            for (int i = 0; i < RUN_PIXELS; i++, px += ps)
-                acc[i] =
-                    _mm256_fmadd_ps(run_load(whole, mask, full ? px : row + at[i]), wv, acc[i]);
+            for (int i = 0; i < px; i++, at_px += ps)
+#pragma GCC unroll 4
+                for (int v = 0; v < nv; v++)
+                    acc[i][v] = _mm256_fmadd_ps(run_load(whole || v < nv - 1, mask,
+                                                         (full ? at_px : row + at[i]) + LANES * v),
+                                                wv[v], acc[i][v]);
         }
     }
-    put_block(stream, whole, mask, out + p0 * n + c0, n, c0, (int)count, acc, held);
+#pragma GCC unroll 8
+    for (int i = 0; i < px; i++)
+        if (i < count)
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++) {
+                float *o = out + (p0 + i) * n + c0 + LANES * v;
+                if (stream)
+                    _mm256_stream_ps(o, acc[i][v]);
+                else
+                    run_store(whole || v < nv - 1, mask, o, acc[i][v]);
+            }
+}
+
+/* Pixels [from, pixels) of a run, lanes [c_from, c_to) in blocks of nv
+ * vectors (the last partial under `mask` where not `whole`) by eight sums'
+ * worth of pixels. */
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
+run_blocks(const int stream, const int nv, const int whole, __m256i mask, float *restrict out,
+           const float *restrict init, const cg_dwconv_run *r, const float *restrict w,
+           int64_t from, int64_t pixels, int64_t c_from, int64_t c_to, int64_t n)
+{
+    const int px = (RUN_SUMS + nv - 1) / nv;
+    int64_t p0 = from;
+    for (; p0 + px <= pixels; p0 += px)
+        for (int64_t c0 = c_from; c0 < c_to; c0 += nv * LANES)
+            run_block(stream, nv, px, whole, 1, mask, out, init, r, w, p0, px, c0, n);
+    for (int64_t c0 = c_from; p0 < pixels && c0 < c_to; c0 += nv * LANES)
+        run_block(stream, nv, px, whole, 0, mask, out, init, r, w, p0, pixels - p0, c0, n);
 }
 
 /* Twelve pixels of a run whose three taps a kernel row are one pixel apart
@@ -190,51 +240,61 @@ slide_block(const int stream, const int dir, const int whole, __m256i mask, floa
 __attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) int64_t
 slide_blocks(const int stream, const int dir, __m256i tail, float *restrict out,
              const float *restrict init, const cg_dwconv_run *r, const float *restrict w,
-             int64_t pixels, int64_t n, float (*held)[LANES])
+             int64_t pixels, int64_t n)
 {
+    _Alignas(32) float held[SLIDE_PIXELS][LANES];
     int64_t p0 = 0;
     for (; p0 + SLIDE_PIXELS <= pixels; p0 += SLIDE_PIXELS) {
         int64_t c0 = 0;
+        if (stream) /* n a multiple of 16: a line's halves, one after the other */
+            for (; c0 < n; c0 += 2 * LANES) {
+                slide_block(1, dir, 1, tail, out, init, r, w, p0, c0, n, held);
+                slide_block(1, dir, 1, tail, out, init, r, w, p0, c0 + LANES, n, held);
+            }
         for (; c0 + LANES <= n; c0 += LANES)
-            slide_block(stream, dir, 1, tail, out, init, r, w, p0, c0, n, held);
+            slide_block(0, dir, 1, tail, out, init, r, w, p0, c0, n, held);
         if (c0 < n)
             slide_block(0, dir, 0, tail, out, init, r, w, p0, c0, n, held);
     }
     return p0;
 }
 
-/* Eight pixels at a time, eight channels at a time within them. */
+/* Sliding blocks of twelve pixels by eight channels where a kernel row's
+ * three taps are a pixel apart, else run_blocks. */
 __attribute__((target("avx2,fma"))) void
 cg_f32_dwconv_run_avx2(float *restrict out, const float *restrict init, const cg_dwconv_run *run,
                        const float *restrict w, int64_t pixels, int64_t n)
 {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n % LANES)), lane);
-    /* streamed: whole lines, every block's lanes whole (put_block) */
+    /* streamed: whole lines, every block's lanes whole (put_block, run_block) */
     const int stream =
         run->stream && ((uintptr_t)out | (uintptr_t)(n * sizeof(float))) % (4 * LANES * 2) == 0;
-    _Alignas(32) float held[MOST_PIXELS][LANES];
     int64_t done = 0; /* pixels the sliding blocks took */
     if (run->kw1 - run->kw0 == 3 && run->tap_step == run->pixel_step)
-        done = stream ? slide_blocks(1, 1, tail, out, init, run, w, pixels, n, held)
-                      : slide_blocks(0, 1, tail, out, init, run, w, pixels, n, held);
+        done = stream ? slide_blocks(1, 1, tail, out, init, run, w, pixels, n)
+                      : slide_blocks(0, 1, tail, out, init, run, w, pixels, n);
     else if (run->kw1 - run->kw0 == 3 && run->tap_step == -run->pixel_step)
-        done = stream ? slide_blocks(1, -1, tail, out, init, run, w, pixels, n, held)
-                      : slide_blocks(0, -1, tail, out, init, run, w, pixels, n, held);
-    for (int64_t p0 = done; p0 < pixels; p0 += RUN_PIXELS) {
-        const int64_t count = pixels - p0 < RUN_PIXELS ? pixels - p0 : RUN_PIXELS;
-        int64_t c0 = 0;
-        const int full = count == RUN_PIXELS;
-        for (; c0 + LANES <= n; c0 += LANES)
-            if (stream)
-                run_block(1, 1, full, tail, out, init, run, w, p0, count, c0, n, held);
-            else if (full)
-                run_block(0, 1, 1, tail, out, init, run, w, p0, count, c0, n, held);
-            else
-                run_block(0, 1, 0, tail, out, init, run, w, p0, count, c0, n, held);
-        if (c0 < n)
-            run_block(0, 0, 0, tail, out, init, run, w, p0, count, c0, n, held);
-    }
+        done = stream ? slide_blocks(1, -1, tail, out, init, run, w, pixels, n)
+                      : slide_blocks(0, -1, tail, out, init, run, w, pixels, n);
+    /* streamed: n a multiple of 16, so every block is of 4 or 2 whole vectors */
+    const int64_t whole_end = n - n % (RUN_VECTORS * LANES),
+                  rest = (n - whole_end + LANES - 1) / LANES;
+    const int whole = n % LANES == 0;
+    if (stream)
+        run_blocks(1, RUN_VECTORS, 1, tail, out, init, run, w, done, pixels, 0, whole_end, n);
+    else
+        run_blocks(0, RUN_VECTORS, 1, tail, out, init, run, w, done, pixels, 0, whole_end, n);
+    if (rest == 4)
+        run_blocks(0, 4, whole, tail, out, init, run, w, done, pixels, whole_end, n, n);
+    else if (rest == 3)
+        run_blocks(0, 3, whole, tail, out, init, run, w, done, pixels, whole_end, n, n);
+    else if (rest == 2 && stream)
+        run_blocks(1, 2, 1, tail, out, init, run, w, done, pixels, whole_end, n, n);
+    else if (rest == 2)
+        run_blocks(0, 2, whole, tail, out, init, run, w, done, pixels, whole_end, n, n);
+    else if (rest == 1)
+        run_blocks(0, 1, whole, tail, out, init, run, w, done, pixels, whole_end, n, n);
     if (stream) /* the streamed stores before anything after the call */
         _mm_sfence();
 }

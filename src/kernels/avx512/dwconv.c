@@ -344,7 +344,22 @@ cg_f32_dwconv_pixel_avx512(float *restrict out, const float *restrict init, cons
 
 /* ---- the training step's depthwise runs ------------------------------ */
 
-enum { RUN_PIXELS = 8 };
+/* The runs' blocks where the taps are not a pixel apart (a stride over 1,
+ * dilation, the edges): four vectors of channels by two pixels, eight sums,
+ * and the last one to four vectors by two to eight pixels. Four vectors a
+ * pixel, where one vector by eight pixels read a line of each of a tap's
+ * pixels: 256 contiguous bytes of a pixel's channels at a tap are what the
+ * prefetchers follow on a stride-2 forward's source rows. Against one
+ * vector by eight pixels, in the training step's forward (Xeon family 6
+ * model 207, 1 and 2 cores, 64-byte aligned tensors): mbv1_dw_28_s2
+ * 1.32-1.35x, 64 channels at stride 2 1.09-1.11x, 512 channels 1.22-1.28x,
+ * 5x5 of 40 channels 1.24-1.27x; with tensors 16 bytes off a line four
+ * vectors by four pixels were 1.16-1.22x slower than by two, by one or three
+ * 1.02-1.18x slower, eight vectors by two 1.3x slower. Each block steps
+ * `ask` once: a step per block of eight pixels by sixteen channels is
+ * planned (depthwise_runs), so four vectors by two pixels ask for most of
+ * the next row's lines. */
+enum { RUN_SUMS = 8, RUN_VECTORS = 4, SLIDE_SUMS = 16 };
 
 /* Where a run streams (its output past the caches): a whole vector on a
  * line of its own, written with a non-temporal store, so that the line is
@@ -367,109 +382,182 @@ static int streams(const cg_dwconv_run *r, const float *out, int64_t n)
     return r->stream && ((uintptr_t)out | (uintptr_t)(n * sizeof(float))) % 64 == 0;
 }
 
-/* Pixels [p0, p0 + count) (count <= RUN_PIXELS) of a run, lanes [c0, c0 +
- * 16) under `mask`: eight sums in registers, each weight loaded once for
- * all; a short block's missing pixels repeat its last (read, not stored). */
+/* Pixels [p0, p0 + count) (count <= px) of a run, lanes [c0, c0 + 16 * nv),
+ * the last vector under `mask` where not `whole`: nv * px sums in
+ * registers, each weight vector loaded once for the block; a short block's
+ * missing pixels repeat its last (read, not stored). */
 __attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
-run_block(const int stream, const int whole, __mmask16 mask, float *restrict out,
-          const float *restrict init, const cg_dwconv_run *r, const float *restrict w, int64_t p0,
-          int64_t count, int64_t c0, int64_t n)
+run_block(const int stream, const int nv, const int px, const int whole, __mmask16 mask,
+          float *restrict out, const float *restrict init, const cg_dwconv_run *r,
+          const float *restrict w, int64_t p0, int64_t count, int64_t c0, int64_t n)
 {
-    int64_t at[RUN_PIXELS];
-    for (int i = 0; i < RUN_PIXELS; i++)
+    int64_t at[RUN_SUMS];
+    for (int i = 0; i < px; i++)
         at[i] = (p0 + (i < count ? i : count - 1)) * r->pixel_step + c0;
     if (r->ask)
         cg_tile_prefetch_step(r->ask);
-    const __m512 start = init ? run_load(whole, mask, init + c0) : _mm512_setzero_ps();
-    __m512 acc[RUN_PIXELS];
+    __m512 acc[RUN_SUMS][RUN_VECTORS];
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) {
+        const __m512 start =
+            init ? run_load(whole || v < nv - 1, mask, init + c0 + LANES * v) : _mm512_setzero_ps();
 #pragma GCC unroll 8
-    for (int i = 0; i < RUN_PIXELS; i++)
-        acc[i] = start;
+        for (int i = 0; i < px; i++)
+            acc[i][v] = start;
+    }
     for (int64_t kh = 0; kh < r->kernel_h; kh++) {
         const float *row = r->rows[kh], *wt = w + (kh * r->kernel_w + r->kw0) * n + c0;
         for (int64_t kw = r->kw0; row && kw < r->kw1; kw++, row += r->tap_step, wt += n) {
-            const __m512 wv = run_load(whole, mask, wt);
+            __m512 wv[RUN_VECTORS];
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                wv[v] = run_load(whole || v < nv - 1, mask, wt + LANES * v);
 #pragma GCC unroll 8
-            for (int i = 0; i < RUN_PIXELS; i++)
-                acc[i] = _mm512_fmadd_ps(run_load(whole, mask, row + at[i]), wv, acc[i]);
+            for (int i = 0; i < px; i++)
+#pragma GCC unroll 4
+                for (int v = 0; v < nv; v++)
+                    acc[i][v] = _mm512_fmadd_ps(
+                        run_load(whole || v < nv - 1, mask, row + at[i] + LANES * v), wv[v],
+                        acc[i][v]);
         }
     }
 #pragma GCC unroll 8
-    for (int i = 0; i < RUN_PIXELS; i++)
+    for (int i = 0; i < px; i++)
         if (i < count)
-            run_store(stream && whole, mask, out + (p0 + i) * n + c0, acc[i]);
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                run_store(stream && whole, whole || v < nv - 1 ? 0xFFFF : mask,
+                          out + (p0 + i) * n + c0 + LANES * v, acc[i][v]);
 }
 
-/* SLIDE_PIXELS pixels of a run whose three taps a kernel row are one pixel
- * apart (stride 1, no dilation: pixel i's tap k reads source pixel i + dir *
- * k), lanes [c0, c0 + 16) under `mask`, as avx2/dwconv.c's slide_block: the
- * source pixels of a kernel row loaded once each, its three weights in
- * registers, where run_block loads a source vector a tap and pixel; sixteen
- * sums (24 were slower: 0.82-0.95x), each taking its taps in run_block's order: the
+/* Pixels [from, pixels) of a run, lanes [c_from, c_to) in blocks of nv
+ * vectors (the last partial under `mask` where not `whole`) by eight sums'
+ * worth of pixels. */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
+run_blocks(const int stream, const int nv, const int whole, __mmask16 mask, float *restrict out,
+           const float *restrict init, const cg_dwconv_run *r, const float *restrict w,
+           int64_t from, int64_t pixels, int64_t c_from, int64_t c_to, int64_t n)
+{
+    const int px = (RUN_SUMS + nv - 1) / nv;
+    for (int64_t p0 = from; p0 < pixels; p0 += px)
+        for (int64_t c0 = c_from; c0 < c_to; c0 += nv * LANES)
+            run_block(stream, nv, px, whole, mask, out, init, r, w, p0,
+                      pixels - p0 < px ? pixels - p0 : px, c0, n);
+}
+
+/* px pixels of a run whose three taps a kernel row are one pixel apart
+ * (stride 1, no dilation: pixel i's tap k reads source pixel i + dir * k),
+ * lanes [c0, c0 + 16 * nv), the last vector under `mask` where not `whole`,
+ * as avx2/dwconv.c's slide_block: the source pixels of a kernel row loaded
+ * once each, its three weights in registers, where run_block loads a source
+ * vector a tap and pixel; each sum taking its taps in run_block's order: the
  * same bits. dir 1 walks the source forwards (the forward's x), -1
  * backwards (the input gradient's dy). */
-enum { SLIDE_PIXELS = 16 };
 __attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
-slide_block(const int stream, const int dir, const int whole, __mmask16 mask, float *restrict out,
-            const float *restrict init, const cg_dwconv_run *r, const float *restrict w, int64_t p0,
-            int64_t c0, int64_t n)
+slide_block(const int stream, const int dir, const int nv, const int px, const int whole,
+            __mmask16 mask, float *restrict out, const float *restrict init, const cg_dwconv_run *r,
+            const float *restrict w, int64_t p0, int64_t c0, int64_t n)
 {
     const int64_t step = dir * r->pixel_step;
     if (r->ask)
         cg_tile_prefetch_step(r->ask);
-    const __m512 start = init ? run_load(whole, mask, init + c0) : _mm512_setzero_ps();
-    __m512 acc[SLIDE_PIXELS];
+    __m512 acc[SLIDE_SUMS][RUN_VECTORS];
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) {
+        const __m512 start =
+            init ? run_load(whole || v < nv - 1, mask, init + c0 + LANES * v) : _mm512_setzero_ps();
 #pragma GCC unroll 16
-    for (int i = 0; i < SLIDE_PIXELS; i++)
-        acc[i] = start;
+        for (int i = 0; i < px; i++)
+            acc[i][v] = start;
+    }
     for (int64_t kh = 0; kh < r->kernel_h; kh++) {
         if (!r->rows[kh])
             continue;
         const float *wt = w + (kh * r->kernel_w + r->kw0) * n + c0;
-        const __m512 wk[3] = {run_load(whole, mask, wt), run_load(whole, mask, wt + n),
-                              run_load(whole, mask, wt + 2 * n)};
-        /* where the walk starts: pixel 0's tap 0 forwards, the last pixel's backwards */
-        const float *px =
-            r->rows[kh] + (p0 + (dir > 0 ? 0 : SLIDE_PIXELS - 1)) * r->pixel_step + c0;
-#pragma GCC unroll 18
-        for (int j = 0; j < SLIDE_PIXELS + 2; j++, px += step) {
-            const __m512 xv = run_load(whole, mask, px);
-            /* the walk's j-th source pixel: tap k of pixel j - k (forwards)
-             * or of pixel SLIDE_PIXELS - 1 - j + k (backwards) */
+        __m512 wk[3][RUN_VECTORS];
 #pragma GCC unroll 3
-            for (int k = 0; k < 3; k++) {
-                const int i = dir > 0 ? j - k : SLIDE_PIXELS - 1 - j + k;
-                if (i >= 0 && i < SLIDE_PIXELS)
-                    acc[i] = _mm512_fmadd_ps(xv, wk[k], acc[i]);
+        for (int k = 0; k < 3; k++)
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                wk[k][v] = run_load(whole || v < nv - 1, mask, wt + k * n + LANES * v);
+        /* where the walk starts: pixel 0's tap 0 forwards, the last pixel's backwards */
+        const float *at = r->rows[kh] + (p0 + (dir > 0 ? 0 : px - 1)) * r->pixel_step + c0;
+#pragma GCC unroll 18
+        for (int j = 0; j < px + 2; j++, at += step)
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++) {
+                const __m512 xv = run_load(whole || v < nv - 1, mask, at + LANES * v);
+                /* the walk's j-th source pixel: tap k of pixel j - k (forwards)
+                 * or of pixel px - 1 - j + k (backwards) */
+#pragma GCC unroll 3
+                for (int k = 0; k < 3; k++) {
+                    const int i = dir > 0 ? j - k : px - 1 - j + k;
+                    if (i >= 0 && i < px)
+                        acc[i][v] = _mm512_fmadd_ps(xv, wk[k][v], acc[i][v]);
+                }
             }
-        }
     }
 #pragma GCC unroll 16
-    for (int i = 0; i < SLIDE_PIXELS; i++)
-        run_store(stream && whole, mask, out + (p0 + i) * n + c0, acc[i]);
+    for (int i = 0; i < px; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            run_store(stream && whole, whole || v < nv - 1 ? 0xFFFF : mask,
+                      out + (p0 + i) * n + c0 + LANES * v, acc[i][v]);
 }
 
-/* The run's whole blocks of SLIDE_PIXELS pixels in direction dir, every
- * channel: the pixels they cover. */
+/* The run's whole blocks of px pixels in direction dir, every channel: nv
+ * vectors of channels a block (the last block the rest, 1 to nv vectors):
+ * the pixels they cover. */
 __attribute__((target("avx512f"))) static inline __attribute__((always_inline)) int64_t
-slide_blocks(const int stream, const int dir, float *restrict out, const float *restrict init,
-             const cg_dwconv_run *r, const float *restrict w, int64_t pixels, int64_t n)
+slide_blocks(const int stream, const int dir, const int nv, float *restrict out,
+             const float *restrict init, const cg_dwconv_run *r, const float *restrict w,
+             int64_t pixels, int64_t n)
 {
+    const int px = SLIDE_SUMS / nv;
+    const int64_t whole_end = n - n % (nv * LANES), rest = (n - whole_end + LANES - 1) / LANES;
+    const __mmask16 tail = (__mmask16)((1u << (n % LANES)) - 1u);
+    const int whole = n % LANES == 0;
     int64_t p0 = 0;
-    for (; p0 + SLIDE_PIXELS <= pixels; p0 += SLIDE_PIXELS) {
-        int64_t c0 = 0;
-        for (; c0 + LANES <= n; c0 += LANES)
-            slide_block(stream, dir, 1, 0xFFFF, out, init, r, w, p0, c0, n);
-        if (c0 < n)
-            slide_block(stream, dir, 0, (__mmask16)((1u << (n - c0)) - 1u), out, init, r, w, p0, c0,
-                        n);
+    for (; p0 + px <= pixels; p0 += px) {
+        for (int64_t c0 = 0; c0 < whole_end; c0 += nv * LANES)
+            slide_block(stream, dir, nv, px, 1, 0xFFFF, out, init, r, w, p0, c0, n);
+        if (rest == 4 && nv >= 4)
+            slide_block(stream, dir, 4, px, whole, tail, out, init, r, w, p0, whole_end, n);
+        else if (rest == 3 && nv >= 3)
+            slide_block(stream, dir, 3, px, whole, tail, out, init, r, w, p0, whole_end, n);
+        else if (rest == 2 && nv >= 2)
+            slide_block(stream, dir, 2, px, whole, tail, out, init, r, w, p0, whole_end, n);
+        else if (rest == 1)
+            slide_block(stream, dir, 1, px, whole, tail, out, init, r, w, p0, whole_end, n);
     }
     return p0;
 }
 
-/* Sixteen pixels at a time sliding where a kernel row's three taps are a
- * pixel apart, else eight at a time; sixteen channels at a time within them
- * (the block's output lines written whole, one after another). */
+/* Sliding blocks of up to four vectors of channels (a pixel's 64 to 256
+ * contiguous bytes at a tap, as run_blocks) by sixteen sums' worth of
+ * pixels: 16 pixels of one vector, 8 of two, 5 of three, 4 of four. Against
+ * sixteen pixels of one vector, the training step's forward and input
+ * gradient (Xeon family 6 model 207, 1 and 2 cores): with tensors 16 bytes
+ * off a cache line (malloc's, NumPy's), whose every vector spans two lines,
+ * mbv1_dw_56 (four vectors) 1.15-1.21x, mbv1_dw_112 (two) 1.14-1.18x; with
+ * aligned ones 0.97-1.00x. */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) int64_t
+slide_any(const int stream, const int dir, float *restrict out, const float *restrict init,
+          const cg_dwconv_run *r, const float *restrict w, int64_t pixels, int64_t n)
+{
+    const int64_t vectors = (n + LANES - 1) / LANES;
+    if (vectors >= 4)
+        return slide_blocks(stream, dir, 4, out, init, r, w, pixels, n);
+    if (vectors == 3)
+        return slide_blocks(stream, dir, 3, out, init, r, w, pixels, n);
+    if (vectors == 2)
+        return slide_blocks(stream, dir, 2, out, init, r, w, pixels, n);
+    return slide_blocks(stream, dir, 1, out, init, r, w, pixels, n);
+}
+
+/* Sliding blocks where a kernel row's three taps are a pixel apart
+ * (slide_any), else run_blocks; each block's output lines written whole,
+ * one after another. */
 __attribute__((target("avx512f"))) void
 cg_f32_dwconv_run_avx512(float *restrict out, const float *restrict init, const cg_dwconv_run *run,
                          const float *restrict w, int64_t pixels, int64_t n)
@@ -477,18 +565,22 @@ cg_f32_dwconv_run_avx512(float *restrict out, const float *restrict init, const 
     const int stream = streams(run, out, n);
     int64_t done = 0; /* pixels the sliding blocks took */
     if (run->kw1 - run->kw0 == 3 && run->tap_step == run->pixel_step)
-        done = slide_blocks(stream, 1, out, init, run, w, pixels, n);
+        done = slide_any(stream, 1, out, init, run, w, pixels, n);
     else if (run->kw1 - run->kw0 == 3 && run->tap_step == -run->pixel_step)
-        done = slide_blocks(stream, -1, out, init, run, w, pixels, n);
-    for (int64_t p0 = done; p0 < pixels; p0 += RUN_PIXELS) {
-        const int64_t count = pixels - p0 < RUN_PIXELS ? pixels - p0 : RUN_PIXELS;
-        int64_t c0 = 0;
-        for (; c0 + LANES <= n; c0 += LANES)
-            run_block(stream, 1, 0xFFFF, out, init, run, w, p0, count, c0, n);
-        if (c0 < n)
-            run_block(stream, 0, (__mmask16)((1u << (n - c0)) - 1u), out, init, run, w, p0, count,
-                      c0, n);
-    }
+        done = slide_any(stream, -1, out, init, run, w, pixels, n);
+    const int64_t whole_end = n - n % (RUN_VECTORS * LANES),
+                  rest = (n - whole_end + LANES - 1) / LANES;
+    const __mmask16 tail = (__mmask16)((1u << (n % LANES)) - 1u);
+    const int whole = n % LANES == 0;
+    run_blocks(stream, RUN_VECTORS, 1, 0xFFFF, out, init, run, w, done, pixels, 0, whole_end, n);
+    if (rest == 4)
+        run_blocks(stream, 4, whole, tail, out, init, run, w, done, pixels, whole_end, n, n);
+    else if (rest == 3)
+        run_blocks(stream, 3, whole, tail, out, init, run, w, done, pixels, whole_end, n, n);
+    else if (rest == 2)
+        run_blocks(stream, 2, whole, tail, out, init, run, w, done, pixels, whole_end, n, n);
+    else if (rest == 1)
+        run_blocks(stream, 1, whole, tail, out, init, run, w, done, pixels, whole_end, n, n);
     if (stream) /* the streamed stores before anything after the call */
         _mm_sfence();
 }
