@@ -48,6 +48,9 @@ static unsigned detect_features(void)
     unsigned a, b, c, d;
     if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C))
         f |= CG_CPU_F16C;
+    if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u &&
+        c == 0x6c65746eu) /* "Genu" "ineI" "ntel" */
+        f |= CG_CPU_INTEL;
 #endif
     return f;
 }

@@ -27,6 +27,7 @@ enum {
     CG_CPU_AVX512BW = 1u << 5,
     CG_CPU_AVX512VL = 1u << 6,
     CG_CPU_AVX512_FBWVL = CG_CPU_AVX512F | CG_CPU_AVX512BW | CG_CPU_AVX512VL,
+    CG_CPU_INTEL = 1u << 7, /* "GenuineIntel": not a feature, what a kernel tunes for */
 };
 
 /* The packed micro-kernel: C[i][j] = sum over p < k of a[p*mr + i] *

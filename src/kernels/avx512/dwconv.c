@@ -14,6 +14,7 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "kernels/context.h"
 #include "kernels/dwconv_rows_body.h"
 #include "kernels/grouped_rows_body.h"
 #include "kernels/list.h"
@@ -292,7 +293,14 @@ cg_f32_dwconv3x3_rows_avx512(const cg_plan *p, const void *dy, const void *x, in
     const int64_t head = head_block(p, x, c_first, c_last);
     if (db_sums)
         memset(db_sums, 0, (size_t)(c_last - c_first) * sizeof(double));
-    if (cg_tile_prefetch_pays(p, c_first, c_last, VECS * LANES))
+    /* Asking for the next tile: on an AMD EPYC of family 26, mbv1_dw_28_s2
+     * 2.0-2.4x (docs/design.md); on an Intel Xeon of family 6 model 207,
+     * whose prefetchers follow these blocks' 128-byte pieces of each pixel
+     * alone, not asking was the faster (in-process A/B, 64-byte aligned
+     * tensors, 1 and 2 cores: mbv1_dw_28_s2 1.16-1.22x, mbv1_dw_56 1.09-1.30x,
+     * fp16 0.99-1.30x). The AVX2 kernel's 32-byte pieces still gain from
+     * asking there (mbv1_dw_28_s2 1.16x, 1 core). */
+    if (cg_tile_prefetch_pays(p, c_first, c_last, VECS * LANES) && !cg_cpu_has(CG_CPU_INTEL))
         tiles_asking(p, dy, x, c_first, c_last, first, last, acc, db_sums, head);
     else
         tiles_plain(p, dy, x, c_first, c_last, first, last, acc, db_sums, head);
