@@ -2147,10 +2147,12 @@ static int64_t source_row(const dw_axis *v, int64_t out_h, int64_t out_w, int64_
 /* Plans asking for the source rows (whole) that the output row of pixel
  * `next` (none at or past `total`) reaches beyond row *asked (all of them
  * where `next` does not follow the row before: a core's next piece), a few lines at
- * each of this row's `blocks` (the kernel's 8 pixels by a line of channels),
- * and moves *asked on. The kernels read every pixel's channels a vector at
- * a time, a stream for each of the many pixels a run's taps reach, which
- * the hardware prefetchers do not follow.
+ * each of this row's `blocks` (8 pixels by a line of channels; the kernels
+ * step once a block of their own: fewer steps ask for the rows' first part,
+ * more ask for all of them sooner), and moves *asked on. The kernels read a
+ * few vectors of a pixel's channels at a time, a stream for each of the
+ * many pixels a run's taps reach, which the hardware prefetchers do not
+ * follow.
  * Against asking for the rows all at once at the row's start at stride 1
  * and not at stride 2 (Zen 5, in-process A/B over three runs, 1 and 2 cores,
  * both kernel sets; the host's noise moved them run to run):
