@@ -907,15 +907,15 @@ static int dwconv_run_wrong(cg_dwconv_run_fn *fn, int n, int kh_n, int kw, int k
 }
 
 /* Runs of 1 to 2 blocks of pixels and one more, channel counts up to 5
- * vectors and a few past (AVX-512 blocks of 4 vectors and a tail of 1 to 4),
+ * vectors and a few past (blocks of 4 vectors and a tail of 1 to 4),
  * and whole lines of them (16 to 64, and 128: where a run may stream, every
  * line is written whole), kernels of 1 and 3 rows and 1, 3 and 5 taps a row
  * with every tap range [kw0, kw1) (empty ones too). */
 static void check_dwconv_run(cg_dwconv_run_fn *fn, const char *name, cg_isa isa, int mr, int nr)
 {
     (void)isa, (void)mr;
-    /* blocks of 8 (AVX2) or 4 (AVX-512), and of 12 (AVX2) or 16 (AVX-512) where
-     * three taps are a pixel apart */
+    /* blocks of 2 to 8 pixels (fewer the more vectors a block takes), and of 4
+     * to 16 pixels (AVX-512) or 12 (AVX2) where three taps are a pixel apart */
     const int widths[] = {1, 3, 5}, pixel_counts[] = {1, 7, 8, 9, 12, 16, 17, 25, 33};
     int channels[64], counts = 0;
     for (int n = 1; n <= 5 * nr + 5; n += n < nr + 2 ? 1 : 5)

@@ -6,9 +6,10 @@
  * pixel; fp16 mbv1_dw_112 1.58-1.70x, mbv1_dw_56 1.15-1.22x, fp32 1.0-1.2x,
  * stride 2, which keeps one pixel at a time, 0.97-0.99x); between
  * tiles they rest in the caller's accumulator block, and the next tile's x
- * and dy are asked for meanwhile (kernels/tile_prefetch.h). fp16 tensors are
- * converted as they are loaded. The training step's runs of a row: the sums
- * of eight pixels in registers, each weight loaded once for all of them; its
+ * and dy are asked for meanwhile (kernels/tile_prefetch.h; not on Intel
+ * CPUs). fp16 tensors are converted as they are loaded. The training step's
+ * runs of a row: eight or sixteen sums in registers over up to four vectors
+ * of channels, each weight loaded once for the block's pixels; its
  * single pixels (an input gradient of a stride over 1): one register of sums
  * per sixteen channels over every tap. */
 #include <immintrin.h>
@@ -390,6 +391,21 @@ static int streams(const cg_dwconv_run *r, const float *out, int64_t n)
     return r->stream && ((uintptr_t)out | (uintptr_t)(n * sizeof(float))) % 64 == 0;
 }
 
+/* n channels in blocks of nv vectors: whole blocks up to whole_end, then
+ * `rest` vectors (0 to nv), the last under `tail` where not `whole`. */
+typedef struct channel_blocks {
+    int64_t whole_end, rest;
+    __mmask16 tail;
+    int whole;
+} channel_blocks;
+
+static inline channel_blocks channel_blocks_of(int64_t n, int64_t nv)
+{
+    const int64_t whole_end = n - n % (nv * LANES);
+    return (channel_blocks){whole_end, (n - whole_end + LANES - 1) / LANES,
+                            (__mmask16)((1u << (n % LANES)) - 1u), n % LANES == 0};
+}
+
 /* Pixels [p0, p0 + count) (count <= px) of a run, lanes [c0, c0 + 16 * nv),
  * the last vector under `mask` where not `whole`: nv * px sums in
  * registers, each weight vector loaded once for the block; a short block's
@@ -522,21 +538,20 @@ slide_blocks(const int stream, const int dir, const int nv, float *restrict out,
              int64_t pixels, int64_t n)
 {
     const int px = SLIDE_SUMS / nv;
-    const int64_t whole_end = n - n % (nv * LANES), rest = (n - whole_end + LANES - 1) / LANES;
-    const __mmask16 tail = (__mmask16)((1u << (n % LANES)) - 1u);
-    const int whole = n % LANES == 0;
+    const channel_blocks cb = channel_blocks_of(n, nv);
+    const int64_t c = cb.whole_end;
     int64_t p0 = 0;
     for (; p0 + px <= pixels; p0 += px) {
-        for (int64_t c0 = 0; c0 < whole_end; c0 += nv * LANES)
+        for (int64_t c0 = 0; c0 < c; c0 += nv * LANES)
             slide_block(stream, dir, nv, px, 1, 0xFFFF, out, init, r, w, p0, c0, n);
-        if (rest == 4 && nv >= 4)
-            slide_block(stream, dir, 4, px, whole, tail, out, init, r, w, p0, whole_end, n);
-        else if (rest == 3 && nv >= 3)
-            slide_block(stream, dir, 3, px, whole, tail, out, init, r, w, p0, whole_end, n);
-        else if (rest == 2 && nv >= 2)
-            slide_block(stream, dir, 2, px, whole, tail, out, init, r, w, p0, whole_end, n);
-        else if (rest == 1)
-            slide_block(stream, dir, 1, px, whole, tail, out, init, r, w, p0, whole_end, n);
+        if (cb.rest == 4 && nv >= 4)
+            slide_block(stream, dir, 4, px, cb.whole, cb.tail, out, init, r, w, p0, c, n);
+        else if (cb.rest == 3 && nv >= 3)
+            slide_block(stream, dir, 3, px, cb.whole, cb.tail, out, init, r, w, p0, c, n);
+        else if (cb.rest == 2 && nv >= 2)
+            slide_block(stream, dir, 2, px, cb.whole, cb.tail, out, init, r, w, p0, c, n);
+        else if (cb.rest == 1)
+            slide_block(stream, dir, 1, px, cb.whole, cb.tail, out, init, r, w, p0, c, n);
     }
     return p0;
 }
@@ -576,19 +591,17 @@ cg_f32_dwconv_run_avx512(float *restrict out, const float *restrict init, const 
         done = slide_any(stream, 1, out, init, run, w, pixels, n);
     else if (run->kw1 - run->kw0 == 3 && run->tap_step == -run->pixel_step)
         done = slide_any(stream, -1, out, init, run, w, pixels, n);
-    const int64_t whole_end = n - n % (RUN_VECTORS * LANES),
-                  rest = (n - whole_end + LANES - 1) / LANES;
-    const __mmask16 tail = (__mmask16)((1u << (n % LANES)) - 1u);
-    const int whole = n % LANES == 0;
-    run_blocks(stream, RUN_VECTORS, 1, 0xFFFF, out, init, run, w, done, pixels, 0, whole_end, n);
-    if (rest == 4)
-        run_blocks(stream, 4, whole, tail, out, init, run, w, done, pixels, whole_end, n, n);
-    else if (rest == 3)
-        run_blocks(stream, 3, whole, tail, out, init, run, w, done, pixels, whole_end, n, n);
-    else if (rest == 2)
-        run_blocks(stream, 2, whole, tail, out, init, run, w, done, pixels, whole_end, n, n);
-    else if (rest == 1)
-        run_blocks(stream, 1, whole, tail, out, init, run, w, done, pixels, whole_end, n, n);
+    const channel_blocks cb = channel_blocks_of(n, RUN_VECTORS);
+    const int64_t c = cb.whole_end;
+    run_blocks(stream, RUN_VECTORS, 1, 0xFFFF, out, init, run, w, done, pixels, 0, c, n);
+    if (cb.rest == 4)
+        run_blocks(stream, 4, cb.whole, cb.tail, out, init, run, w, done, pixels, c, n, n);
+    else if (cb.rest == 3)
+        run_blocks(stream, 3, cb.whole, cb.tail, out, init, run, w, done, pixels, c, n, n);
+    else if (cb.rest == 2)
+        run_blocks(stream, 2, cb.whole, cb.tail, out, init, run, w, done, pixels, c, n, n);
+    else if (cb.rest == 1)
+        run_blocks(stream, 1, cb.whole, cb.tail, out, init, run, w, done, pixels, c, n, n);
     if (stream) /* the streamed stores before anything after the call */
         _mm_sfence();
 }
