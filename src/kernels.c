@@ -744,24 +744,35 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
             const int64_t group_at = by_kernel_rows(plan) ? 0 : g * plan->cin_g;
             for (int64_t p0 = 0, p1 = -1; next_panels(turns, (r0 - first) / kc, panels, &p0, &p1);)
                 for (int64_t j = c0 + p0 * nr; j < min64(c1, c0 + p1 * nr); j += nr) {
-                    const int64_t w = min64(nr, c1 - j);
-                    /* B: columns [j, j + w), a pack_rows call per segment they cross */
+                    const int64_t w = min64(nr, c1 - j), s_j = j / seg;
+                    /* B: columns [j, j + w), packed by the first kernel call
+                     * where they lie in one segment, else a pack_rows call
+                     * per segment they cross */
+                    const int fused = k->gemm_panel_packing && (j + w - 1) / seg == s_j;
+                    const cg_pack_rows b_rows = rows_of(&tb, 1 + s_j - s0);
                     packing = cg_trace_inner_start();
-                    for (int64_t sg = j / seg; sg * seg < j + w; sg++) {
+                    for (int64_t sg = j / seg; !fused && sg * seg < j + w; sg++) {
                         const int64_t lo = sg * seg > j ? sg * seg : j,
                                       hi = min64(j + w, (sg + 1) * seg);
                         const cg_pack_rows rows = rows_of(&tb, 1 + sg - s0);
                         const int64_t at = group_at + lo - sg * seg;
                         pack_tensor(plan, b + (lo - j), &b_panel, kb, hi - lo, x, &rows, at);
                     }
-                    if (w < nr)
+                    if (w < nr && !fused)
                         k->pack_rows(b + w, &b_panel, kb, nr - w, NULL, NULL, 0);
                     cg_trace_inner_end(packing);
                     for (int64_t i = 0; i < m; i += mr) {
                         const char *from, *to;
                         prefetch_share(&next, &from, &to);
-                        bl->kernel((int)min64(mr, m - i), (int)w, (int)kb, a + i * kb, b, step_beta,
-                                   NULL, dst_g + i * row_len + j, (int)row_len, from, to);
+                        const int rows = (int)min64(mr, m - i);
+                        if (fused && i == 0)
+                            k->gemm_panel_packing(rows, (int)w, (int)kb, a, b, x,
+                                                  plan->dtype_size != sizeof(float), &b_rows,
+                                                  group_at + j - s_j * seg, step_beta, NULL,
+                                                  dst_g + j, (int)row_len, from, to);
+                        else
+                            bl->kernel(rows, (int)w, (int)kb, a + i * kb, b, step_beta, NULL,
+                                       dst_g + i * row_len + j, (int)row_len, from, to);
                     }
                 }
         }

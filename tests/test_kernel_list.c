@@ -131,6 +131,114 @@ static void check_gemm_panel(cg_gemm_panel_fn *fn, const char *name, cg_isa isa,
                 }
 }
 
+/* ---- gemm_panel_packing ---------------------------------------------- */
+
+/* The gemm_panel kernel of an ISA (the one its specialisations keep to). */
+static cg_gemm_panel_fn *gemm_panel_of(cg_isa isa)
+{
+    int count;
+    const cg_kernel_entry *list = cg_kernel_list(&count);
+    for (int i = 0; i < count; i++)
+        if (strcmp(list[i].slot, "gemm_panel") == 0 && list[i].isa == isa)
+            return (cg_gemm_panel_fn *)list[i].fn;
+    return NULL;
+}
+
+/* Wrong values after one call packing B from k segments, each step's [lo,
+ * hi) between NaNs in src (a read outside shows), by turns: whole, cut on
+ * the left, on the right, on both sides, wholly padding, padding past
+ * column n, exactly columns [col, col + n); step 1 cut on the left with its
+ * row starting before src (at + lo = 0); fp32, or fp16 where halves. The
+ * panel must be pack_rows' (zeros past n, to nr), C the ISA's gemm_panel's
+ * bits on that panel and within the tolerance of a double sum; C's canaries
+ * as gemm_panel_wrong's. */
+static int gemm_panel_packing_wrong(cg_gemm_panel_packing_fn *fn, cg_gemm_panel_fn *plain, int mr,
+                                    int nr, int m, int n, int k, int start, int halves,
+                                    cgt_rng *rng)
+{
+    const int beta = start == FROM_C, col = 5, seg = col + n + 4, ldc = n + 7;
+    const size_t src_n = (size_t)(k + 1) * seg; /* segment t at (t + 1) * seg */
+    float *init = init_row(start, n, rng);
+    float *src = malloc(sizeof(float) * src_n), *a = malloc(sizeof(float) * k * mr);
+    uint16_t *src_halves = malloc(sizeof(uint16_t) * src_n);
+    float *b = malloc(sizeof(float) * (size_t)k * nr), *want_b = malloc(sizeof(float) * k * nr);
+    float *c = malloc(sizeof(float) * (size_t)(m + 1) * ldc);
+    float *c_plain = malloc(sizeof(float) * (size_t)(m + 1) * ldc);
+    int64_t *at = malloc(sizeof(int64_t) * 3 * (size_t)k), *lo = at + k, *hi = lo + k;
+    double *want = malloc(sizeof(double) * (size_t)m * n);
+    for (size_t e = 0; e < src_n; e++)
+        src[e] = NAN;
+    for (int t = 0; t < k; t++) {
+        const int64_t los[7] = {0, col + n / 2, 0, col + 1, 0, col + n + 2, col};
+        const int64_t his[7] = {seg, seg, col + n - n / 3, col + n - 1, 0, seg, col + n};
+        const int kind = t == 1 ? 1 : t % 7;
+        lo[t] = los[kind];
+        hi[t] = his[kind];
+        at[t] = t == 1 ? -lo[t] : kind == 4 ? 0 : (int64_t)(t + 1) * seg;
+        for (int64_t j = lo[t]; j < hi[t]; j++)
+            src[at[t] + j] = (float)cgt_rng_sym(rng);
+        for (int i = 0; i < mr; i++)
+            a[t * mr + i] = i < m ? (float)cgt_rng_sym(rng) : 0.0f;
+    }
+    if (halves) { /* src as the halves hold it */
+        cg_f32_to_f16_ref(src_halves, src, src_n);
+        cg_f16_to_f32_ref(src, src_halves, src_n);
+    }
+    for (int t = 0; t < k; t++) {
+        for (int j = 0; j < nr; j++) {
+            const int inside = j < n && col + j >= lo[t] && col + j < hi[t];
+            want_b[t * nr + j] = inside ? src[at[t] + col + j] : 0.0f;
+            b[t * nr + j] = NAN;
+        }
+    }
+    for (int i = 0; i <= m; i++)
+        for (int j = 0; j < ldc; j++) {
+            const int inside = i < m && j < n;
+            c[i * ldc + j] = !inside ? CANARY : beta ? (float)cgt_rng_sym(rng) : NAN;
+            c_plain[i * ldc + j] = c[i * ldc + j];
+            if (inside)
+                want[i * n + j] = beta ? c[i * ldc + j] : init ? init[j] : 0.0;
+        }
+    const cg_pack_rows rows = {at, lo, hi};
+    fn(m, n, k, a, b, halves ? (const void *)src_halves : src, halves, &rows, col, (float)beta,
+       init, c, ldc, (const char *)c, (const char *)(c + ldc));
+    plain(m, n, k, a, want_b, (float)beta, init, c_plain, ldc, NULL, NULL);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            for (int t = 0; t < k; t++)
+                want[i * n + j] += (double)a[t * mr + i] * want_b[t * nr + j];
+    int bad = c_wrong(c, ldc, m, n, want, k);
+    bad += memcmp(c, c_plain, sizeof(float) * (size_t)(m + 1) * ldc) != 0;
+    bad += memcmp(b, want_b, sizeof(float) * (size_t)k * nr) != 0;
+    free(src), free(src_halves), free(a), free(b), free(want_b), free(c), free(c_plain), free(at),
+        free(want);
+    free(init);
+    return bad;
+}
+
+/* Every m <= mr and n <= nr, as check_gemm_panel's. */
+static void check_gemm_panel_packing(cg_gemm_panel_packing_fn *fn, const char *name, cg_isa isa,
+                                     int mr, int nr)
+{
+    const int ks[] = {1, 2, 3, 17, 128, 257};
+    cg_gemm_panel_fn *plain = gemm_panel_of(isa);
+    cr_assert(plain, "%s: no gemm_panel of its ISA", name);
+    cgt_rng rng;
+    cgt_rng_seed(&rng, cgt_base_seed());
+    for (int m = 1; m <= mr; m++)
+        for (int n = 1; n <= nr; n++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                for (int start = 0; start < 2 * STARTS; start++) {
+                    if (ks[ki] > 17 && m % 5 != 0 && m != mr && n % 7 != 0 && n != nr)
+                        continue; /* long sums on a sample of the tile's shapes */
+                    const int halves = start >= STARTS; /* fp16 on each start */
+                    int bad = gemm_panel_packing_wrong(fn, plain, mr, nr, m, n, ks[ki],
+                                                       start % STARTS, halves, &rng);
+                    cr_assert_eq(bad, 0, "%s m %d n %d k %d start %d fp16 %d: %d wrong", name, m, n,
+                                 ks[ki], start % STARTS, halves, bad);
+                }
+}
+
 /* ---- gemm_indirect --------------------------------------------------- */
 
 /* Wrong elements of C after one call with A's rows in place: piece q of
@@ -285,15 +393,16 @@ static void check_gemm_runs(cg_gemm_runs_fn *fn, const char *name, cg_isa isa, i
                 }
 }
 
-/* The indirect kernel of each ISA has the tile of its gemm_panel: the
- * drivers share one blocking and one packed B. */
+/* The indirect and packing kernels of each ISA have the tile of its
+ * gemm_panel: the drivers share one blocking and one packed B. */
 Test(kernel_list, gemm_indirect_tiles_match_gemm_panel)
 {
     int count;
     const cg_kernel_entry *list = cg_kernel_list(&count);
     for (int i = 0; i < count; i++)
         for (int j = 0; j < count; j++)
-            if (strcmp(list[i].slot, "gemm_indirect") == 0 &&
+            if ((strcmp(list[i].slot, "gemm_indirect") == 0 ||
+                 strcmp(list[i].slot, "gemm_panel_packing") == 0) &&
                 strcmp(list[j].slot, "gemm_panel") == 0 && list[i].isa == list[j].isa)
                 cr_assert(list[i].mr == list[j].mr && list[i].nr == list[j].nr,
                           "%s is %dx%d, %s %dx%d", list[i].name, list[i].mr, list[i].nr,

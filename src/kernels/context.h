@@ -17,6 +17,7 @@ typedef struct cg_kernel_context {
     long stream_bytes;     /* outputs larger go past the caches (cg_dwconv_run.stream) */
 
     cg_gemm_panel_fn *gemm_panel; /* its A panel and B micro-panel: entry.gemm_panel->mr, ->nr */
+    cg_gemm_panel_packing_fn *gemm_panel_packing; /* NULL where none runs; gemm_panel's tile */
     cg_gemm_indirect_fn *gemm_indirect; /* the same tile as gemm_panel's */
     cg_gemm_runs_fn *gemm_runs;
     cg_pack_rows_fn *pack_rows;
@@ -36,10 +37,10 @@ typedef struct cg_kernel_context {
 
     /* The list's line of each chosen kernel (its name, ISA, tile), or NULL. */
     struct {
-        const cg_kernel_entry *gemm_panel, *gemm_indirect, *gemm_runs, *pack_rows, *pack_rows_f16,
-            *pack_transposed, *dwconv_rows, *dwconv3x3_rows, *grouped_rows, *outer_rows,
-            *dwconv_pixel, *dwconv_run, *grouped_pixel, *transpose, *sum_rows, *f16_to_f32,
-            *f32_to_f16;
+        const cg_kernel_entry *gemm_panel, *gemm_panel_packing, *gemm_indirect, *gemm_runs,
+            *pack_rows, *pack_rows_f16, *pack_transposed, *dwconv_rows, *dwconv3x3_rows,
+            *grouped_rows, *outer_rows, *dwconv_pixel, *dwconv_run, *grouped_pixel, *transpose,
+            *sum_rows, *f16_to_f32, *f32_to_f16;
     } entry;
 } cg_kernel_context;
 

@@ -100,6 +100,19 @@ typedef void cg_pack_rows_fn(float *dst, const cg_panel_layout *to, int64_t kb, 
 typedef void cg_pack_rows_f16_fn(float *dst, const cg_panel_layout *to, int64_t kb, int64_t n,
                                  const void *src_halves, const cg_pack_rows *rows, int64_t a);
 
+/* gemm_panel with its B micro-panel packed on the way: b = what pack_rows
+ * (or, where halves, pack_rows_f16) makes of columns [col, col + n) of the
+ * k steps' segments of src (fp32, or IEEE binary16 raw bits where halves;
+ * a panel of nr-float steps, columns n..nr-1 zero), then C as
+ * gemm_panel(m, n, k, a, b, ...) gives, to the bit. A specialisation of
+ * gemm_panel, of its tile (NULL in the context where none runs): the
+ * kernel's first register tile reads B where it lies and writes the panel
+ * as it goes, so the packing's loads wait behind FMAs, not before them. */
+typedef void cg_gemm_panel_packing_fn(int m, int n, int k, const float *a, float *b,
+                                      const void *src, int halves, const cg_pack_rows *rows,
+                                      int64_t col, float beta, const float *init, float *c, int ldc,
+                                      const char *prefetch, const char *prefetch_end);
+
 /* The transposing packer, for A panels whose rows are pixels (the forward's
  * x, the input gradient's dy): one panel of mr rows, dst[j*mr + r] = column
  * a + j of row r's segment (src[rows->at[r] + a + j], zero outside

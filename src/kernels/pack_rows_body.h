@@ -38,4 +38,29 @@ cg_pack_rows_body(cg_copy_run_fn *copy, float *dst, const cg_panel_layout *to, i
         }
     }
 }
+
+/* Where gemm_panel_packing's first tile finds B (kernels/list.h): step t
+ * is columns [col, col + n) of its segment, src[rows->at[t] + col + j]
+ * (floats, or binary16 where halves), zero outside [lo, hi). */
+typedef struct cg_b_source {
+    const void *src;
+    const cg_pack_rows *rows;
+    int64_t col;
+    int n, halves;
+} cg_b_source;
+
+/* Step t's columns inside its segment, [*j0, *j1) within [0, n), and the
+ * address of its column 0, formed as an integer: a padded row's may lie
+ * before src. */
+static inline __attribute__((always_inline)) uintptr_t
+cg_b_source_step(const cg_b_source *from, int64_t t, int64_t *j0, int64_t *j1)
+{
+    const int64_t col = from->col, n = from->n;
+    int64_t lo = from->rows->lo[t] - col, hi = from->rows->hi[t] - col;
+    lo = lo < 0 ? 0 : lo > n ? n : lo;
+    *j0 = lo;
+    *j1 = hi < lo ? lo : hi > n ? n : hi;
+    const uintptr_t size = from->halves ? sizeof(uint16_t) : sizeof(float);
+    return (uintptr_t)from->src + (uintptr_t)(from->rows->at[t] + col) * size;
+}
 #endif

@@ -15,16 +15,61 @@
 enum { PANEL = 12, NR = 16, MOST_ROWS = 8 /* the in-place kernels' tiles */ };
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
-#define AVX2_FMA __attribute__((target("avx2,fma")))
+#define AVX2_FMA __attribute__((target("avx2,fma,f16c")))
+#define AVX2_F16C __attribute__((target("avx2,f16c")))
 
-/* acc[r][v] += a[r] * b[8v..8v+7], one step of the sum. */
-AVX2_FMA static ALWAYS_INLINE void fma_step(const int rows, const int nv, const float *a,
-                                            const float *b, __m256 acc[12][2])
+/* Eight values of src from element i, as floats. */
+AVX2_F16C static ALWAYS_INLINE __m256 load8(const void *src, int64_t i, const int halves)
+{
+    if (!halves)
+        return _mm256_loadu_ps((const float *)src + i);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i)));
+}
+
+/* Step t of B from its segment (masked loads: padding and the columns past
+ * n read as zeros, nothing outside [lo, hi) touched), stored into the
+ * micro-panel's step at b as well (zeros past the nv vectors). */
+AVX2_FMA static ALWAYS_INLINE void packing_load_b(const int nv, const cg_b_source *from, int64_t t,
+                                                  float *b, __m256 bv[2])
+{
+    int64_t j0, j1;
+    const uintptr_t at = cg_b_source_step(from, t, &j0, &j1);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+#pragma GCC unroll 2
+    for (int v = 0; v < nv; v++) { /* lanes j0 <= 8v + lane < j1 */
+        if (!from->halves) {
+            const __m256i inside =
+                _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)j0 - 8 * v), lane),
+                                    _mm256_cmpgt_epi32(_mm256_set1_epi32((int)j1 - 8 * v), lane));
+            bv[v] = _mm256_maskload_ps((const float *)(at + 32 * (uintptr_t)v), inside);
+        } else if (j0 <= 8 * v && 8 * v + 8 <= j1) {
+            bv[v] = load8((const void *)(at + 16 * (uintptr_t)v), 0, 1);
+        } else { /* no masked load of halves: the lanes inside one at a time */
+            float lanes[8] = {0};
+            const uint16_t *h = (const uint16_t *)(at + 16 * (uintptr_t)v);
+            for (int64_t j = j0 > 8 * v ? j0 - 8 * v : 0; j < 8 && 8 * v + j < j1; j++)
+                lanes[j] = _cvtsh_ss(h[j]);
+            bv[v] = _mm256_loadu_ps(lanes);
+        }
+        _mm256_storeu_ps(b + 8 * v, bv[v]);
+    }
+#pragma GCC unroll 2
+    for (int v = nv; v < NR / 8; v++)
+        _mm256_storeu_ps(b + 8 * v, _mm256_setzero_ps());
+}
+
+/* acc[r][v] += a[r] * b[8v..8v+7], step t of the sum: B from the packed
+ * micro-panel, or, where `from` is set, from its segments into the panel. */
+AVX2_FMA static ALWAYS_INLINE void fma_step(const int rows, const int nv, const float *a, float *b,
+                                            const cg_b_source *from, int64_t t, __m256 acc[12][2])
 {
     __m256 bv[2];
+    if (from)
+        packing_load_b(nv, from, t, b, bv);
+    else
 #pragma GCC unroll 2
-    for (int v = 0; v < nv; v++)
-        bv[v] = _mm256_loadu_ps(b + 8 * v);
+        for (int v = 0; v < nv; v++)
+            bv[v] = _mm256_loadu_ps(b + 8 * v);
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++) {
         const __m256 av = _mm256_broadcast_ss(a + r);
@@ -108,10 +153,12 @@ AVX2_FMA static ALWAYS_INLINE void store_tile(const int rows, const int nv, int 
 
 /* ---- gemm_panel --------------------------------------------------------- */
 
+/* One register tile over the whole sum; `from` (NULL: none) packs B's
+ * micro-panel as it goes (gemm_panel_packing's first tile). */
 AVX2_FMA static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int n, int k,
-                                        const float *a, const float *b, float beta,
-                                        const float *init, float *c, int ldc, const char **prefetch,
-                                        const char *prefetch_end)
+                                        const float *a, float *b, const cg_b_source *from,
+                                        float beta, const float *init, float *c, int ldc,
+                                        const char **prefetch, const char *prefetch_end)
 {
     const char *pf = *prefetch;
     prefetch_tile(nv, m, c, ldc);
@@ -124,37 +171,64 @@ AVX2_FMA static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int
             _mm_prefetch(pf, _MM_HINT_T1);
             pf += 64;
         }
-        fma_step(rows, nv, a, b, acc);
-        fma_step(rows, nv, a + PANEL, b + NR, acc);
+        fma_step(rows, nv, a, b, from, p, acc);
+        fma_step(rows, nv, a + PANEL, b + NR, from, p + 1, acc);
     }
     if (p < k)
-        fma_step(rows, nv, a, b, acc);
+        fma_step(rows, nv, a, b, from, p, acc);
     *prefetch = pf;
     store_tile(rows, nv, m, n, beta, init, c, ldc, acc);
 }
 
-typedef void panel_tile_fn(int, int, int, const float *, const float *, float, const float *,
-                           float *, int, const char **, const char *);
-#define PANEL_TILE(name, rows, nv)                                                                 \
-    AVX2_FMA static void name(int m, int n, int k, const float *a, const float *b, float beta,     \
-                              const float *init, float *c, int ldc, const char **prefetch,         \
-                              const char *prefetch_end)                                            \
+typedef void panel_tile_fn(int, int, int, const float *, float *, const cg_b_source *, float,
+                           const float *, float *, int, const char **, const char *);
+#define PANEL_TILE(name, packing_name, rows, nv)                                                   \
+    AVX2_FMA static void name(int m, int n, int k, const float *a, float *b,                       \
+                              const cg_b_source *from, float beta, const float *init, float *c,    \
+                              int ldc, const char **prefetch, const char *prefetch_end)            \
     {                                                                                              \
-        tile(rows, nv, m, n, k, a, b, beta, init, c, ldc, prefetch, prefetch_end);                 \
+        (void)from;                                                                                \
+        tile(rows, nv, m, n, k, a, b, NULL, beta, init, c, ldc, prefetch, prefetch_end);           \
+    }                                                                                              \
+    AVX2_FMA static void packing_name(                                                             \
+        int m, int n, int k, const float *a, float *b, const cg_b_source *from, float beta,        \
+        const float *init, float *c, int ldc, const char **prefetch, const char *prefetch_end)     \
+    {                                                                                              \
+        tile(rows, nv, m, n, k, a, b, from, beta, init, c, ldc, prefetch, prefetch_end);           \
     }
-PANEL_TILE(tile_6x16, 6, 2)
-PANEL_TILE(tile_12x8, 12, 1)
+PANEL_TILE(tile_6x16, packing_6x16, 6, 2)
+PANEL_TILE(tile_12x8, packing_12x8, 12, 1)
 #undef PANEL_TILE
+
+/* The panel's tiles down its m rows, the first packing B where `from` is
+ * set. */
+static void panel(int m, int n, int k, const float *a, float *b, const cg_b_source *from,
+                  float beta, const float *init, float *c, int ldc, const char *prefetch,
+                  const char *prefetch_end)
+{
+    const int rows = n > 8 ? 6 : 12;
+    panel_tile_fn *const run = n > 8 ? tile_6x16 : tile_12x8;
+    panel_tile_fn *const first = !from ? run : n > 8 ? packing_6x16 : packing_12x8;
+    for (int r = 0; r < m; r += rows)
+        (r == 0 ? first : run)(m - r < rows ? m - r : rows, n, k, a + r, b, from, beta, init,
+                               c + (size_t)r * ldc, ldc, &prefetch, prefetch_end);
+}
 
 void cg_f32_gemm_panel_avx2_12x16(int m, int n, int k, const float *a, const float *b, float beta,
                                   const float *init, float *c, int ldc, const char *prefetch,
                                   const char *prefetch_end)
 {
-    const int rows = n > 8 ? 6 : 12;
-    panel_tile_fn *const run = n > 8 ? tile_6x16 : tile_12x8;
-    for (int r = 0; r < m; r += rows)
-        run(m - r < rows ? m - r : rows, n, k, a + r, b, beta, init, c + (size_t)r * ldc, ldc,
-            &prefetch, prefetch_end);
+    /* b is only read where from is NULL */
+    panel(m, n, k, a, (float *)(uintptr_t)b, NULL, beta, init, c, ldc, prefetch, prefetch_end);
+}
+
+void cg_f32_gemm_panel_packing_avx2_12x16(int m, int n, int k, const float *a, float *b,
+                                          const void *src, int halves, const cg_pack_rows *rows,
+                                          int64_t col, float beta, const float *init, float *c,
+                                          int ldc, const char *prefetch, const char *prefetch_end)
+{
+    const cg_b_source from = {src, rows, col, n, halves};
+    panel(m, n, k, a, b, &from, beta, init, c, ldc, prefetch, prefetch_end);
 }
 
 /* ---- gemm_indirect ------------------------------------------------------ */
@@ -317,16 +391,6 @@ void cg_f32_gemm_runs_avx2_12x16(int m, int n, int runs, const cg_gemm_run *run,
  * family 23 it was half of r50_1x1_56's packing, whose A panels' steps are
  * 12 floats); fp16 converted on the way (F16C), its last few values through
  * a copy. */
-#define AVX2_F16C __attribute__((target("avx2,f16c")))
-
-/* Eight values of src from element i, as floats. */
-AVX2_F16C static ALWAYS_INLINE __m256 load8(const void *src, int64_t i, const int halves)
-{
-    if (!halves)
-        return _mm256_loadu_ps((const float *)src + i);
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i)));
-}
-
 /* d[j] = src ? src[i + j] : 0 for j < n < 8, reading nothing past them:
  * four at once, then one at a time. */
 AVX2_F16C static ALWAYS_INLINE void copy_few(float *d, int64_t n, const void *src, int64_t i,

@@ -19,11 +19,11 @@
 enum { PANEL = 24, NR = 48, ROWS = 8 /* the in-place kernels' tile */ };
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
-#define AVX512F __attribute__((target("avx512f")))
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
 /* acc[r][v] += a[r] * bv[v], r < rows: A's values side by side. */
-AVX512F static ALWAYS_INLINE void broadcast_step(const int rows, const int nv, const float *a,
-                                                 const __m512 bv[4], __m512 acc[24][4])
+AVX512 static ALWAYS_INLINE void broadcast_step(const int rows, const int nv, const float *a,
+                                                const __m512 bv[4], __m512 acc[24][4])
 {
 #pragma GCC unroll 24
     for (int r = 0; r < rows; r++) {
@@ -36,8 +36,8 @@ AVX512F static ALWAYS_INLINE void broadcast_step(const int rows, const int nv, c
 
 /* A step of B: nv vectors, the last a masked load only where it is not
  * whole (`whole`, always for the packed micro-panels: none a step). */
-AVX512F static ALWAYS_INLINE void load_b(const int nv, const int whole, __mmask16 last,
-                                         const float *b, __m512 bv[4])
+AVX512 static ALWAYS_INLINE void load_b(const int nv, const int whole, __mmask16 last,
+                                        const float *b, __m512 bv[4])
 {
 #pragma GCC unroll 4
     for (int v = 0; v < nv; v++)
@@ -45,19 +45,54 @@ AVX512F static ALWAYS_INLINE void load_b(const int nv, const int whole, __mmask1
                                     : _mm512_maskz_loadu_ps(last, b + 16 * v);
 }
 
-/* acc[r][v] += a[r] * b[16v..16v+15], one step of the sum. */
-AVX512F static ALWAYS_INLINE void fma_step(const int rows, const int nv, const float *a,
-                                           const float *b, __m512 acc[24][4])
+/* Sixteen values of src from element i (those of mask, zeros elsewhere;
+ * masked-off lanes do not fault), as floats. */
+AVX512 static ALWAYS_INLINE __m512 load16(const void *src, int64_t i, __mmask16 mask,
+                                          const int halves)
+{
+    if (halves)
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, (const uint16_t *)src + i));
+    return _mm512_maskz_loadu_ps(mask, (const float *)src + i);
+}
+
+/* Step t of B from its segment (masked loads: padding and the columns past
+ * n read as zeros, nothing outside [lo, hi) touched), stored into the
+ * micro-panel's step at b as well (zeros past the nv vectors). */
+AVX512 static ALWAYS_INLINE void packing_load_b(const int nv, const cg_b_source *from, int64_t t,
+                                                float *b, __m512 bv[4])
+{
+    int64_t j0, j1;
+    const uintptr_t at = cg_b_source_step(from, t, &j0, &j1);
+    const uint64_t inside = ((1ull << j1) - 1) & ~((1ull << j0) - 1); /* n <= 48 */
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) {
+        const uintptr_t size = from->halves ? sizeof(uint16_t) : sizeof(float);
+        bv[v] = load16((const void *)(at + 16 * size * (uintptr_t)v), 0,
+                       (__mmask16)(inside >> 16 * v), from->halves);
+        _mm512_storeu_ps(b + 16 * v, bv[v]);
+    }
+#pragma GCC unroll 4
+    for (int v = nv; v < NR / 16; v++)
+        _mm512_storeu_ps(b + 16 * v, _mm512_setzero_ps());
+}
+
+/* acc[r][v] += a[r] * b[16v..16v+15], step t of the sum: B from the packed
+ * micro-panel, or, where `from` is set, from its segments into the panel. */
+AVX512 static ALWAYS_INLINE void fma_step(const int rows, const int nv, const float *a, float *b,
+                                          const cg_b_source *from, int64_t t, __m512 acc[24][4])
 {
     __m512 bv[4];
-    load_b(nv, 1, 0, b, bv);
+    if (from)
+        packing_load_b(nv, from, t, b, bv);
+    else
+        load_b(nv, 1, 0, b, bv);
     broadcast_step(rows, nv, a, bv, acc);
 }
 
 /* acc[r][v] += rows[r][at] * bv[v], r < ROWS: one step of the in-place
  * kernels, each row's value broadcast from where it lies. */
-AVX512F static ALWAYS_INLINE void rows_step(const int nv, const float *const *rows, int64_t at,
-                                            const __m512 bv[4], __m512 acc[24][4])
+AVX512 static ALWAYS_INLINE void rows_step(const int nv, const float *const *rows, int64_t at,
+                                           const __m512 bv[4], __m512 acc[24][4])
 {
 #pragma GCC unroll 8
     for (int r = 0; r < ROWS; r++) {
@@ -69,15 +104,15 @@ AVX512F static ALWAYS_INLINE void rows_step(const int nv, const float *const *ro
 }
 
 /* One step of the in-place kernels: B's vectors at b, A's from the rows. */
-AVX512F static ALWAYS_INLINE void indirect_step(const int nv, const float *const *row, int64_t at,
-                                                const float *b, __m512 acc[24][4])
+AVX512 static ALWAYS_INLINE void indirect_step(const int nv, const float *const *row, int64_t at,
+                                               const float *b, __m512 acc[24][4])
 {
     __m512 bv[4];
     load_b(nv, 1, 0, b, bv);
     rows_step(nv, row, at, bv, acc);
 }
 
-AVX512F static ALWAYS_INLINE void zero_tile(const int rows, const int nv, __m512 acc[24][4])
+AVX512 static ALWAYS_INLINE void zero_tile(const int rows, const int nv, __m512 acc[24][4])
 {
 #pragma GCC unroll 24
     for (int r = 0; r < rows; r++)
@@ -87,7 +122,7 @@ AVX512F static ALWAYS_INLINE void zero_tile(const int rows, const int nv, __m512
 }
 
 /* C's lines of a tile, fetched while its sums run. */
-AVX512F static ALWAYS_INLINE void prefetch_tile(const int nv, int m, const float *c, int ldc)
+AVX512 static ALWAYS_INLINE void prefetch_tile(const int nv, int m, const float *c, int ldc)
 {
     for (int r = 0; r < m; r++)
         for (int v = 0; v < nv; v++)
@@ -103,9 +138,8 @@ static inline __mmask16 last_vector(const int nv, int n)
 
 /* C[r][16v..] = acc[r][v] (+ C where beta, + init where init instead),
  * rows r < m, columns < n. */
-AVX512F static ALWAYS_INLINE void store_tile(const int rows, const int nv, int m, int n, float beta,
-                                             const float *init, float *c, int ldc,
-                                             __m512 acc[24][4])
+AVX512 static ALWAYS_INLINE void store_tile(const int rows, const int nv, int m, int n, float beta,
+                                            const float *init, float *c, int ldc, __m512 acc[24][4])
 {
     const __mmask16 last = last_vector(nv, n);
     const int add_init = beta == 0.0f && init;
@@ -129,10 +163,12 @@ AVX512F static ALWAYS_INLINE void store_tile(const int rows, const int nv, int m
 
 /* ---- gemm_panel --------------------------------------------------------- */
 
-AVX512F static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int n, int k,
-                                       const float *a, const float *b, float beta,
-                                       const float *init, float *c, int ldc, const char **prefetch,
-                                       const char *prefetch_end)
+/* One register tile over the whole sum; `from` (NULL: none) packs B's
+ * micro-panel as it goes (gemm_panel_packing's first tile). */
+AVX512 static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int n, int k,
+                                      const float *a, float *b, const cg_b_source *from, float beta,
+                                      const float *init, float *c, int ldc, const char **prefetch,
+                                      const char *prefetch_end)
 {
     const char *pf = *prefetch;
     prefetch_tile(nv, m, c, ldc);
@@ -145,38 +181,68 @@ AVX512F static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int 
             _mm_prefetch(pf, _MM_HINT_T1);
             pf += 64;
         }
-        fma_step(rows, nv, a, b, acc);
-        fma_step(rows, nv, a + PANEL, b + NR, acc);
+        fma_step(rows, nv, a, b, from, p, acc);
+        fma_step(rows, nv, a + PANEL, b + NR, from, p + 1, acc);
     }
     if (p < k)
-        fma_step(rows, nv, a, b, acc);
+        fma_step(rows, nv, a, b, from, p, acc);
     *prefetch = pf;
     store_tile(rows, nv, m, n, beta, init, c, ldc, acc);
 }
 
-typedef void panel_tile_fn(int, int, int, const float *, const float *, float, const float *,
-                           float *, int, const char **, const char *);
-#define PANEL_TILE(name, rows, nv)                                                                 \
-    AVX512F static void name(int m, int n, int k, const float *a, const float *b, float beta,      \
-                             const float *init, float *c, int ldc, const char **prefetch,          \
-                             const char *prefetch_end)                                             \
+typedef void panel_tile_fn(int, int, int, const float *, float *, const cg_b_source *, float,
+                           const float *, float *, int, const char **, const char *);
+#define PANEL_TILE(name, packing_name, rows, nv)                                                   \
+    AVX512 static void name(int m, int n, int k, const float *a, float *b,                         \
+                            const cg_b_source *from, float beta, const float *init, float *c,      \
+                            int ldc, const char **prefetch, const char *prefetch_end)              \
     {                                                                                              \
-        tile(rows, nv, m, n, k, a, b, beta, init, c, ldc, prefetch, prefetch_end);                 \
+        (void)from;                                                                                \
+        tile(rows, nv, m, n, k, a, b, NULL, beta, init, c, ldc, prefetch, prefetch_end);           \
+    }                                                                                              \
+    AVX512 static void packing_name(                                                               \
+        int m, int n, int k, const float *a, float *b, const cg_b_source *from, float beta,        \
+        const float *init, float *c, int ldc, const char **prefetch, const char *prefetch_end)     \
+    {                                                                                              \
+        tile(rows, nv, m, n, k, a, b, from, beta, init, c, ldc, prefetch, prefetch_end);           \
     }
-PANEL_TILE(tile_8x48, 8, 3)
-PANEL_TILE(tile_12x32, 12, 2)
-PANEL_TILE(tile_24x16, 24, 1)
+PANEL_TILE(tile_8x48, packing_8x48, 8, 3)
+PANEL_TILE(tile_12x32, packing_12x32, 12, 2)
+PANEL_TILE(tile_24x16, packing_24x16, 24, 1)
 #undef PANEL_TILE
+
+/* The panel's tiles down its m rows, the first packing B where `from` is
+ * set. */
+static void panel(int m, int n, int k, const float *a, float *b, const cg_b_source *from,
+                  float beta, const float *init, float *c, int ldc, const char *prefetch,
+                  const char *prefetch_end)
+{
+    const int nv = (n + 15) / 16, rows = PANEL / nv;
+    panel_tile_fn *const run = nv == 3 ? tile_8x48 : nv == 2 ? tile_12x32 : tile_24x16;
+    panel_tile_fn *const first = !from     ? run
+                                 : nv == 3 ? packing_8x48
+                                 : nv == 2 ? packing_12x32
+                                           : packing_24x16;
+    for (int r = 0; r < m; r += rows)
+        (r == 0 ? first : run)(m - r < rows ? m - r : rows, n, k, a + r, b, from, beta, init,
+                               c + (size_t)r * ldc, ldc, &prefetch, prefetch_end);
+}
 
 void cg_f32_gemm_panel_avx512_24x48(int m, int n, int k, const float *a, const float *b, float beta,
                                     const float *init, float *c, int ldc, const char *prefetch,
                                     const char *prefetch_end)
 {
-    const int nv = (n + 15) / 16, rows = PANEL / nv;
-    panel_tile_fn *const run = nv == 3 ? tile_8x48 : nv == 2 ? tile_12x32 : tile_24x16;
-    for (int r = 0; r < m; r += rows)
-        run(m - r < rows ? m - r : rows, n, k, a + r, b, beta, init, c + (size_t)r * ldc, ldc,
-            &prefetch, prefetch_end);
+    /* b is only read where from is NULL */
+    panel(m, n, k, a, (float *)(uintptr_t)b, NULL, beta, init, c, ldc, prefetch, prefetch_end);
+}
+
+void cg_f32_gemm_panel_packing_avx512_24x48(int m, int n, int k, const float *a, float *b,
+                                            const void *src, int halves, const cg_pack_rows *rows,
+                                            int64_t col, float beta, const float *init, float *c,
+                                            int ldc, const char *prefetch, const char *prefetch_end)
+{
+    const cg_b_source from = {src, rows, col, n, halves};
+    panel(m, n, k, a, b, &from, beta, init, c, ldc, prefetch, prefetch_end);
 }
 
 /* ---- gemm_indirect ------------------------------------------------------ */
@@ -184,11 +250,11 @@ void cg_f32_gemm_panel_avx512_24x48(int m, int n, int k, const float *a, const f
 /* Tiles of 8 rows (48, 32 or 16 columns: 24, 16 or 8 accumulators), each
  * row's pointer in a register for a piece and broadcast from in place; rows
  * past m repeat row m - 1 and are not stored. */
-AVX512F static ALWAYS_INLINE void indirect_tile(const int nv, int m, int n, int pieces,
-                                                const int *len, const float *const *a, int64_t lda,
-                                                const float *b, float beta, const float *init,
-                                                float *c, int ldc, const char **prefetch,
-                                                const char *prefetch_end)
+AVX512 static ALWAYS_INLINE void indirect_tile(const int nv, int m, int n, int pieces,
+                                               const int *len, const float *const *a, int64_t lda,
+                                               const float *b, float beta, const float *init,
+                                               float *c, int ldc, const char **prefetch,
+                                               const char *prefetch_end)
 {
     const char *pf = *prefetch;
     prefetch_tile(nv, m, c, ldc);
@@ -222,9 +288,9 @@ typedef void indirect_tile_fn(int, int, int, const int *, const float *const *, 
                               const float *, float, const float *, float *, int, const char **,
                               const char *);
 #define INDIRECT_TILE(name, nv)                                                                    \
-    AVX512F static void name(int m, int n, int pieces, const int *len, const float *const *a,      \
-                             int64_t lda, const float *b, float beta, const float *init, float *c, \
-                             int ldc, const char **prefetch, const char *prefetch_end)             \
+    AVX512 static void name(int m, int n, int pieces, const int *len, const float *const *a,       \
+                            int64_t lda, const float *b, float beta, const float *init, float *c,  \
+                            int ldc, const char **prefetch, const char *prefetch_end)              \
     {                                                                                              \
         indirect_tile(nv, m, n, pieces, len, a, lda, b, beta, init, c, ldc, prefetch,              \
                       prefetch_end);                                                               \
@@ -273,10 +339,10 @@ static inline int64_t min_steps(int64_t a, int64_t b)
  * only where it is not whole (`whole`: none a step), A's rows broadcast
  * through a pointer each (rows past m repeat row m - 1, never stored): one
  * index steps every row. */
-AVX512F static ALWAYS_INLINE void runs_tile(const int nv, const int whole, int row0, int m, int n,
-                                            int runs, const cg_gemm_run *run, int64_t lda,
-                                            int64_t ldb, int col0, float beta, float *c, int ldc,
-                                            const char **prefetch, const char *prefetch_end)
+AVX512 static ALWAYS_INLINE void runs_tile(const int nv, const int whole, int row0, int m, int n,
+                                           int runs, const cg_gemm_run *run, int64_t lda,
+                                           int64_t ldb, int col0, float beta, float *c, int ldc,
+                                           const char **prefetch, const char *prefetch_end)
 {
     prefetch_tile(nv, m, c, ldc);
     __m512 acc[24][4];
@@ -304,11 +370,11 @@ AVX512F static ALWAYS_INLINE void runs_tile(const int nv, const int whole, int r
  * accumulators, where 8 rows keep 16 or 8), A's rows broadcast from one
  * pointer: they are consecutive floats of a run (dy's channels). Each
  * element's sum takes the same FMAs in the same order as in runs_tile. */
-AVX512F static ALWAYS_INLINE void runs_tall_tile(const int rows, const int nv, const int whole,
-                                                 int row0, int n, int runs, const cg_gemm_run *run,
-                                                 int64_t lda, int64_t ldb, int col0, float beta,
-                                                 float *c, int ldc, const char **prefetch,
-                                                 const char *prefetch_end)
+AVX512 static ALWAYS_INLINE void runs_tall_tile(const int rows, const int nv, const int whole,
+                                                int row0, int n, int runs, const cg_gemm_run *run,
+                                                int64_t lda, int64_t ldb, int col0, float beta,
+                                                float *c, int ldc, const char **prefetch,
+                                                const char *prefetch_end)
 {
     prefetch_tile(nv, rows, c, ldc);
     __m512 acc[24][4];
@@ -334,9 +400,9 @@ AVX512F static ALWAYS_INLINE void runs_tall_tile(const int rows, const int nv, c
 typedef void runs_tile_fn(int, int, int, int, const cg_gemm_run *, int64_t, int64_t, int, float,
                           float *, int, const char **, const char *);
 #define RUNS_TILE(name, nv, whole)                                                                 \
-    AVX512F static void name(int row0, int m, int n, int runs, const cg_gemm_run *run,             \
-                             int64_t lda, int64_t ldb, int col0, float beta, float *c, int ldc,    \
-                             const char **prefetch, const char *prefetch_end)                      \
+    AVX512 static void name(int row0, int m, int n, int runs, const cg_gemm_run *run, int64_t lda, \
+                            int64_t ldb, int col0, float beta, float *c, int ldc,                  \
+                            const char **prefetch, const char *prefetch_end)                       \
     {                                                                                              \
         runs_tile(nv, whole, row0, m, n, runs, run, lda, ldb, col0, beta, c, ldc, prefetch,        \
                   prefetch_end);                                                                   \
@@ -349,9 +415,9 @@ RUNS_TILE(runs_8x32_masked, 2, 0)
 RUNS_TILE(runs_8x16_masked, 1, 0)
 #undef RUNS_TILE
 #define RUNS_TALL_TILE(name, rows, nv, whole)                                                      \
-    AVX512F static void name(int row0, int m, int n, int runs, const cg_gemm_run *run,             \
-                             int64_t lda, int64_t ldb, int col0, float beta, float *c, int ldc,    \
-                             const char **prefetch, const char *prefetch_end)                      \
+    AVX512 static void name(int row0, int m, int n, int runs, const cg_gemm_run *run, int64_t lda, \
+                            int64_t ldb, int col0, float beta, float *c, int ldc,                  \
+                            const char **prefetch, const char *prefetch_end)                       \
     {                                                                                              \
         (void)m;                                                                                   \
         runs_tall_tile(rows, nv, whole, row0, n, runs, run, lda, ldb, col0, beta, c, ldc,          \
@@ -419,19 +485,10 @@ void cg_f32_gemm_runs_avx512_24x64(int m, int n, int runs, const cg_gemm_run *ru
  * zeros; whole vectors, then one masked (masked-off lanes of a load do not
  * fault, so a segment may end at the end of a page); fp16 converted on the
  * way. */
-#define AVX512_FBWVL __attribute__((target("avx512f,avx512bw,avx512vl")))
-
-AVX512_FBWVL static ALWAYS_INLINE __m512 load16(const void *src, int64_t i, __mmask16 mask,
-                                                const int halves)
-{
-    if (halves)
-        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, (const uint16_t *)src + i));
-    return _mm512_maskz_loadu_ps(mask, (const float *)src + i);
-}
 
 /* d[j] = src ? src[i + j] : 0 for j in [j0, j1). */
-AVX512_FBWVL static ALWAYS_INLINE void copy16(float *d, int64_t j0, int64_t j1, const void *src,
-                                              int64_t i, const int halves)
+AVX512 static ALWAYS_INLINE void copy16(float *d, int64_t j0, int64_t j1, const void *src,
+                                        int64_t i, const int halves)
 {
     int64_t j = j0;
     for (; j + 16 <= j1; j += 16)
@@ -443,24 +500,21 @@ AVX512_FBWVL static ALWAYS_INLINE void copy16(float *d, int64_t j0, int64_t j1, 
     }
 }
 
-AVX512_FBWVL static ALWAYS_INLINE void pack_rows(float *dst, const cg_panel_layout *to, int64_t kb,
-                                                 int64_t n, const void *src,
-                                                 const cg_pack_rows *rows, int64_t a,
-                                                 const int halves)
+AVX512 static ALWAYS_INLINE void pack_rows(float *dst, const cg_panel_layout *to, int64_t kb,
+                                           int64_t n, const void *src, const cg_pack_rows *rows,
+                                           int64_t a, const int halves)
 {
     cg_pack_rows_body(copy16, dst, to, kb, n, src, rows, a, halves);
 }
 
-AVX512_FBWVL void cg_f32_pack_rows_avx512(float *dst, const cg_panel_layout *to, int64_t kb,
-                                          int64_t n, const float *src, const cg_pack_rows *rows,
-                                          int64_t a)
+AVX512 void cg_f32_pack_rows_avx512(float *dst, const cg_panel_layout *to, int64_t kb, int64_t n,
+                                    const float *src, const cg_pack_rows *rows, int64_t a)
 {
     pack_rows(dst, to, kb, n, src, rows, a, 0);
 }
 
-AVX512_FBWVL void cg_f16_pack_rows_avx512(float *dst, const cg_panel_layout *to, int64_t kb,
-                                          int64_t n, const void *src_halves,
-                                          const cg_pack_rows *rows, int64_t a)
+AVX512 void cg_f16_pack_rows_avx512(float *dst, const cg_panel_layout *to, int64_t kb, int64_t n,
+                                    const void *src_halves, const cg_pack_rows *rows, int64_t a)
 {
     pack_rows(dst, to, kb, n, src_halves, rows, a, 1);
 }
