@@ -416,12 +416,21 @@ static void runs_rows(const cg_plan *p, const void *dy, const void *x, const cg_
  * kernel row's floats and loads dy's channels in vectors: it sums dw's
  * transpose ([column][channel]) in the core's scratch, which is transposed
  * into dst once a call (dw is small here: the stem's 37 KB). The input row
- * a run reads is first copied with its padding as zeros, so an output row
- * is one run whatever its edges (the packed path's panels are 48 columns
+ * a run reads is first copied with its padding as zeros (ring_row), so an
+ * output row is one run whatever its edges (the packed path's panels are 48 columns
  * wide for the stem's 147: 4 panels, the last of 3, and its packing was a
  * third of the time). fp16's dy is converted a pass at a time, as in
  * runs_rows. */
 enum { FEW_MOST_ROWS = RUNS_MOST }; /* output rows a pass */
+
+/* The padded input rows few_rows keeps: a pass's, for all its kernel rows
+ * (a stride of kernel rows apart from one output row to the next), so that
+ * a row the next pass reads again (the stem: 5 of each output row's 7) is
+ * copied once, not once for each output row reading it. */
+static int64_t ring_slots(const cg_plan *p, int64_t kc)
+{
+    return (pass_output_rows(p, kc) - 1) * p->stride_h + (p->kernel_h - 1) * p->dil_h + 1;
+}
 
 static int few_in_place(const cg_plan *p, int64_t kc)
 {
@@ -432,13 +441,34 @@ static int few_in_place(const cg_plan *p, int64_t kc)
            pass_output_rows(p, kc) <= FEW_MOST_ROWS && cg_padded_row_near_x(p);
 }
 
-/* Scratch of few_rows: the transposed sums, a padded input row for each
- * output row a pass touches, and fp16's converted dy. */
+/* Scratch of few_rows: the transposed sums, the ring of padded input rows
+ * and its tags, and fp16's converted dy. */
 static int64_t few_scratch_floats(const cg_plan *p, int64_t kc, const cg_dw_block *blk)
 {
     const int64_t co_n = blk->co_last - blk->co_first;
-    return p->row_len * co_n + pass_output_rows(p, kc) * cg_padded_row_floats(p) +
+    return p->row_len * co_n + ring_slots(p, kc) * (cg_padded_row_floats(p) + 2) + 1 +
            (halves(p) ? runs_pass(p, kc) * co_n : 0);
+}
+
+/* Input row iy of image n, padded (cg_pad_row), in slot (o * stride_h + kh
+ * * dil_h) % slots of the ring, o = n * out_h + oh the output row that
+ * reads it through kernel row kh: copied only where the slot holds another
+ * row (tags: n * in_h + iy, -1 for none). The rows of one kernel row and
+ * pass (output rows a stride apart) take distinct slots, so none is
+ * overwritten while its run waits for the kernel. */
+static const float *ring_row(const cg_plan *p, const void *x, const cg_pixel *px, int64_t iy,
+                             int64_t kh, float *ring, int64_t *tags, int64_t slots)
+{
+    const int64_t o = px->n * p->out_h + px->oh, line = px->n * p->in_h + iy;
+    const int64_t slot = (o * p->stride_h + kh * p->dil_h) % slots;
+    float *row = ring + slot * cg_padded_row_floats(p);
+    if (tags[slot] != line) {
+        const int64_t packing = cg_trace_inner_start();
+        cg_pad_row(p, x, px->n, iy, row);
+        cg_trace_inner_end(packing);
+        tags[slot] = line;
+    }
+    return row;
 }
 
 /* cg_general_rows for few_in_place: per pass and kernel row, a run an
@@ -458,10 +488,15 @@ static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_d
     const int64_t pass = runs_pass(p, kc), chunks = whole ? 1 : (co_n + bl->nr - 1) / bl->nr;
     /* kernel calls a pass, at most */
     const int64_t calls = p->kernel_h * chunks * ((seg + bl->mr - 1) / bl->mr);
-    float *sums = scratch, *rows = scratch + p->row_len * co_n; /* sums[j][co] */
-    float *dy_buf = rows + pass_output_rows(p, kc) * cg_padded_row_floats(p);
+    const int64_t slots = ring_slots(p, kc);
+    float *sums = scratch, *ring = scratch + p->row_len * co_n; /* sums[j][co] */
+    float *dy_buf = ring + slots * cg_padded_row_floats(p);
+    const int64_t tags_at = round_up(dy_buf - scratch + (halves(p) ? pass * co_n : 0), 2);
+    int64_t *tags = (int64_t *)(void *)(scratch + tags_at); /* 8-byte aligned */
     for (int64_t j = blk->col_first; j < blk->col_last; j++)
         cg_zero_floats(sums + j * co_n, co_n);
+    for (int64_t slot = 0; slot < slots; slot++)
+        tags[slot] = -1;
     cg_gemm_run run[FEW_MOST_ROWS], moved[FEW_MOST_ROWS];
     for (int64_t r0 = first; r0 < last; r0 += pass) {
         const int64_t r1 = min64(last, r0 + pass);
@@ -480,10 +515,7 @@ static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_d
                 const int64_t end = min64(r1, row + p->out_w - px.ow);
                 const int64_t iy = px.oh * p->stride_h + kh * p->dil_h - p->pad_u;
                 if (iy >= 0 && iy < p->in_h) {
-                    float *padded = rows + runs * cg_padded_row_floats(p);
-                    const int64_t packing = cg_trace_inner_start();
-                    cg_pad_row(p, x, px.n, iy, padded);
-                    cg_trace_inner_end(packing);
+                    const float *padded = ring_row(p, x, &px, iy, kh, ring, tags, slots);
                     run[runs++] =
                         (cg_gemm_run){padded + px.ow * p->stride_w * p->cin + (j0 - kh * seg),
                                       dyr.at + (row - dyr.first_row) * dyr.step, end - row};
