@@ -22,22 +22,25 @@ int main(void)
            cg_isa_name(k->cpu_isa), k->l1_bytes, k->l2_bytes, k->stream_bytes,
            k->entry.gemm_panel->mr, k->entry.gemm_panel->nr);
     const char *const slots[] = {
-        "gemm_panel",      "gemm_indirect", "gemm_runs",      "pack_rows",    "pack_rows_f16",
-        "pack_transposed", "dwconv_rows",   "dwconv3x3_rows", "grouped_rows", "outer_rows",
-        "dwconv_pixel",    "dwconv_run",    "grouped_pixel",  "transpose",    "sum_rows",
-        "f16_to_f32",      "f32_to_f16"};
+        "gemm_panel",    "gemm_panel_packing", "gemm_indirect", "gemm_runs",      "pack_rows",
+        "pack_rows_f16", "pack_transposed",    "dwconv_rows",   "dwconv3x3_rows", "grouped_rows",
+        "outer_rows",    "dwconv_pixel",       "dwconv_run",    "grouped_pixel",  "transpose",
+        "sum_rows",      "f16_to_f32",         "f32_to_f16"};
     const cg_kernel_entry *const chosen[] = {
-        k->entry.gemm_panel,    k->entry.gemm_indirect,  k->entry.gemm_runs,
-        k->entry.pack_rows,     k->entry.pack_rows_f16,  k->entry.pack_transposed,
-        k->entry.dwconv_rows,   k->entry.dwconv3x3_rows, k->entry.grouped_rows,
-        k->entry.outer_rows,    k->entry.dwconv_pixel,   k->entry.dwconv_run,
-        k->entry.grouped_pixel, k->entry.transpose,      k->entry.sum_rows,
-        k->entry.f16_to_f32,    k->entry.f32_to_f16};
+        k->entry.gemm_panel,      k->entry.gemm_panel_packing, k->entry.gemm_indirect,
+        k->entry.gemm_runs,       k->entry.pack_rows,          k->entry.pack_rows_f16,
+        k->entry.pack_transposed, k->entry.dwconv_rows,        k->entry.dwconv3x3_rows,
+        k->entry.grouped_rows,    k->entry.outer_rows,         k->entry.dwconv_pixel,
+        k->entry.dwconv_run,      k->entry.grouped_pixel,      k->entry.transpose,
+        k->entry.sum_rows,        k->entry.f16_to_f32,         k->entry.f32_to_f16};
     for (size_t i = 0; i < sizeof chosen / sizeof *chosen; i++)
         printf("%s %s\n", slots[i], chosen[i] ? chosen[i]->name : "none");
     /* the pointers the library calls are the lines printed */
     const int same =
         (cg_any_fn *)k->gemm_panel == k->entry.gemm_panel->fn &&
+        (k->entry.gemm_panel_packing
+             ? (cg_any_fn *)k->gemm_panel_packing == k->entry.gemm_panel_packing->fn
+             : !k->gemm_panel_packing) &&
         (cg_any_fn *)k->gemm_indirect == k->entry.gemm_indirect->fn &&
         (cg_any_fn *)k->gemm_runs == k->entry.gemm_runs->fn &&
         (cg_any_fn *)k->pack_rows == k->entry.pack_rows->fn &&
