@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The pack_rows loop (kernels/list.h), written once for the x86 kernels
- * (avx2/gemm_panel.c, avx512/gemm_panel.c): each inlines it into a function
- * of its target with its own vector copy, so the copy is inlined too. */
+/* What the x86 panel kernels (avx2/gemm_panel.c, avx512/gemm_panel.c)
+ * share, written once: the pack_rows loop (kernels/list.h), which each
+ * inlines into a function of its target with its own vector copy, so the
+ * copy is inlined too; and gemm_panel's and gemm_panel_packing's walk down a
+ * panel's register tiles. */
 #ifndef CG_KERNELS_PACK_ROWS_BODY_H
 #define CG_KERNELS_PACK_ROWS_BODY_H
 #include "kernels/list.h"
@@ -62,5 +64,23 @@ cg_b_source_step(const cg_b_source *from, int64_t t, int64_t *j0, int64_t *j1)
     *j1 = hi < lo ? lo : hi > n ? n : hi;
     const uintptr_t size = from->halves ? sizeof(uint16_t) : sizeof(float);
     return (uintptr_t)from->src + (uintptr_t)(from->rows->at[t] + col) * size;
+}
+
+/* A register tile of an ISA over the whole sum: its B from the packed
+ * micro-panel, or, where it packs (`from`), from the segments into it. */
+typedef void cg_panel_tile_fn(int m, int n, int k, const float *a, float *b,
+                              const cg_b_source *from, float beta, const float *init, float *c,
+                              int ldc, const char **prefetch, const char *prefetch_end);
+
+/* The panel's m rows, `rows` a tile: the first by `first`, which packs B
+ * where `from` is set, the rest by `plain`, which read it. */
+static inline void cg_panel_tiles(cg_panel_tile_fn *first, cg_panel_tile_fn *plain, int rows, int m,
+                                  int n, int k, const float *a, float *b, const cg_b_source *from,
+                                  float beta, const float *init, float *c, int ldc,
+                                  const char *prefetch, const char *prefetch_end)
+{
+    for (int r = 0; r < m; r += rows)
+        (r == 0 ? first : plain)(m - r < rows ? m - r : rows, n, k, a + r, b, from, beta, init,
+                                 c + (size_t)r * ldc, ldc, &prefetch, prefetch_end);
 }
 #endif

@@ -15,7 +15,8 @@
 enum { PANEL = 12, NR = 16, MOST_ROWS = 8 /* the in-place kernels' tiles */ };
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
-#define AVX2_FMA __attribute__((target("avx2,fma,f16c")))
+/* F16C too: gemm_panel_packing converts fp16 inside the tiles */
+#define AVX2_FMA_F16C __attribute__((target("avx2,fma,f16c")))
 #define AVX2_F16C __attribute__((target("avx2,f16c")))
 
 /* Eight values of src from element i, as floats. */
@@ -29,8 +30,8 @@ AVX2_F16C static ALWAYS_INLINE __m256 load8(const void *src, int64_t i, const in
 /* Step t of B from its segment (masked loads: padding and the columns past
  * n read as zeros, nothing outside [lo, hi) touched), stored into the
  * micro-panel's step at b as well (zeros past the nv vectors). */
-AVX2_FMA static ALWAYS_INLINE void packing_load_b(const int nv, const cg_b_source *from, int64_t t,
-                                                  float *b, __m256 bv[2])
+AVX2_FMA_F16C static ALWAYS_INLINE void packing_load_b(const int nv, const cg_b_source *from,
+                                                       int64_t t, float *b, __m256 bv[2])
 {
     int64_t j0, j1;
     const uintptr_t at = cg_b_source_step(from, t, &j0, &j1);
@@ -60,8 +61,9 @@ AVX2_FMA static ALWAYS_INLINE void packing_load_b(const int nv, const cg_b_sourc
 
 /* acc[r][v] += a[r] * b[8v..8v+7], step t of the sum: B from the packed
  * micro-panel, or, where `from` is set, from its segments into the panel. */
-AVX2_FMA static ALWAYS_INLINE void fma_step(const int rows, const int nv, const float *a, float *b,
-                                            const cg_b_source *from, int64_t t, __m256 acc[12][2])
+AVX2_FMA_F16C static ALWAYS_INLINE void fma_step(const int rows, const int nv, const float *a,
+                                                 float *b, const cg_b_source *from, int64_t t,
+                                                 __m256 acc[12][2])
 {
     __m256 bv[2];
     if (from)
@@ -81,9 +83,9 @@ AVX2_FMA static ALWAYS_INLINE void fma_step(const int rows, const int nv, const 
 
 /* acc[r][v] += rows[r][at] * bv[v], r < rows_n: one step of the in-place
  * kernels, each row's value broadcast from where it lies. */
-AVX2_FMA static ALWAYS_INLINE void rows_step(const int rows_n, const int nv,
-                                             const float *const *rows, int64_t at,
-                                             const __m256 bv[2], __m256 acc[12][2])
+AVX2_FMA_F16C static ALWAYS_INLINE void rows_step(const int rows_n, const int nv,
+                                                  const float *const *rows, int64_t at,
+                                                  const __m256 bv[2], __m256 acc[12][2])
 {
 #pragma GCC unroll 8
     for (int r = 0; r < rows_n; r++) {
@@ -94,7 +96,7 @@ AVX2_FMA static ALWAYS_INLINE void rows_step(const int rows_n, const int nv,
     }
 }
 
-AVX2_FMA static ALWAYS_INLINE void zero_tile(const int rows, const int nv, __m256 acc[12][2])
+AVX2_FMA_F16C static ALWAYS_INLINE void zero_tile(const int rows, const int nv, __m256 acc[12][2])
 {
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++)
@@ -104,7 +106,7 @@ AVX2_FMA static ALWAYS_INLINE void zero_tile(const int rows, const int nv, __m25
 }
 
 /* C's lines of a tile, fetched while its sums run. */
-AVX2_FMA static ALWAYS_INLINE void prefetch_tile(const int nv, int m, const float *c, int ldc)
+AVX2_FMA_F16C static ALWAYS_INLINE void prefetch_tile(const int nv, int m, const float *c, int ldc)
 {
     for (int r = 0; r < m; r++)
         for (int v = 0; v < nv; v++)
@@ -112,7 +114,7 @@ AVX2_FMA static ALWAYS_INLINE void prefetch_tile(const int nv, int m, const floa
 }
 
 /* The lanes of the last of nv vectors of n columns. */
-AVX2_FMA static ALWAYS_INLINE __m256i last_vector(const int nv, int n)
+AVX2_FMA_F16C static ALWAYS_INLINE __m256i last_vector(const int nv, int n)
 {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * (nv - 1)), lane);
@@ -120,9 +122,9 @@ AVX2_FMA static ALWAYS_INLINE __m256i last_vector(const int nv, int n)
 
 /* C[r][8v..] = acc[r][v] (+ C where beta, + init where init instead), rows
  * r < m, columns < n. */
-AVX2_FMA static ALWAYS_INLINE void store_tile(const int rows, const int nv, int m, int n,
-                                              float beta, const float *init, float *c, int ldc,
-                                              __m256 acc[12][2])
+AVX2_FMA_F16C static ALWAYS_INLINE void store_tile(const int rows, const int nv, int m, int n,
+                                                   float beta, const float *init, float *c, int ldc,
+                                                   __m256 acc[12][2])
 {
     const int whole = n - 8 * (nv - 1) == 8, add_init = beta == 0.0f && init;
     const __m256i last = last_vector(nv, n);
@@ -155,10 +157,10 @@ AVX2_FMA static ALWAYS_INLINE void store_tile(const int rows, const int nv, int 
 
 /* One register tile over the whole sum; `from` (NULL: none) packs B's
  * micro-panel as it goes (gemm_panel_packing's first tile). */
-AVX2_FMA static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int n, int k,
-                                        const float *a, float *b, const cg_b_source *from,
-                                        float beta, const float *init, float *c, int ldc,
-                                        const char **prefetch, const char *prefetch_end)
+AVX2_FMA_F16C static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int n, int k,
+                                             const float *a, float *b, const cg_b_source *from,
+                                             float beta, const float *init, float *c, int ldc,
+                                             const char **prefetch, const char *prefetch_end)
 {
     const char *pf = *prefetch;
     prefetch_tile(nv, m, c, ldc);
@@ -180,38 +182,33 @@ AVX2_FMA static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int
     store_tile(rows, nv, m, n, beta, init, c, ldc, acc);
 }
 
-typedef void panel_tile_fn(int, int, int, const float *, float *, const cg_b_source *, float,
-                           const float *, float *, int, const char **, const char *);
-#define PANEL_TILE(name, packing_name, rows, nv)                                                   \
-    AVX2_FMA static void name(int m, int n, int k, const float *a, float *b,                       \
-                              const cg_b_source *from, float beta, const float *init, float *c,    \
-                              int ldc, const char **prefetch, const char *prefetch_end)            \
-    {                                                                                              \
-        (void)from;                                                                                \
-        tile(rows, nv, m, n, k, a, b, NULL, beta, init, c, ldc, prefetch, prefetch_end);           \
-    }                                                                                              \
-    AVX2_FMA static void packing_name(                                                             \
+/* A tile of `rows` x nv vectors whose B comes from `source`: NULL (the
+ * packed micro-panel) or `from` (packing it) */
+#define PANEL_TILE(name, rows, nv, source)                                                         \
+    AVX2_FMA_F16C static void name(                                                                \
         int m, int n, int k, const float *a, float *b, const cg_b_source *from, float beta,        \
         const float *init, float *c, int ldc, const char **prefetch, const char *prefetch_end)     \
     {                                                                                              \
-        tile(rows, nv, m, n, k, a, b, from, beta, init, c, ldc, prefetch, prefetch_end);           \
+        (void)from;                                                                                \
+        tile(rows, nv, m, n, k, a, b, source, beta, init, c, ldc, prefetch, prefetch_end);         \
     }
-PANEL_TILE(tile_6x16, packing_6x16, 6, 2)
-PANEL_TILE(tile_12x8, packing_12x8, 12, 1)
+PANEL_TILE(tile_6x16, 6, 2, NULL)
+PANEL_TILE(tile_12x8, 12, 1, NULL)
+PANEL_TILE(packing_6x16, 6, 2, from)
+PANEL_TILE(packing_12x8, 12, 1, from)
 #undef PANEL_TILE
 
-/* The panel's tiles down its m rows, the first packing B where `from` is
- * set. */
+/* The panel's tiles down its m rows (by n's vectors), the first packing B
+ * where `from` is set. */
 static void panel(int m, int n, int k, const float *a, float *b, const cg_b_source *from,
                   float beta, const float *init, float *c, int ldc, const char *prefetch,
                   const char *prefetch_end)
 {
-    const int rows = n > 8 ? 6 : 12;
-    panel_tile_fn *const run = n > 8 ? tile_6x16 : tile_12x8;
-    panel_tile_fn *const first = !from ? run : n > 8 ? packing_6x16 : packing_12x8;
-    for (int r = 0; r < m; r += rows)
-        (r == 0 ? first : run)(m - r < rows ? m - r : rows, n, k, a + r, b, from, beta, init,
-                               c + (size_t)r * ldc, ldc, &prefetch, prefetch_end);
+    static cg_panel_tile_fn *const tiles[2][3] = {{NULL, tile_12x8, tile_6x16},
+                                                  {NULL, packing_12x8, packing_6x16}};
+    const int nv = (n + 7) / 8;
+    cg_panel_tiles(tiles[from != NULL][nv], tiles[0][nv], PANEL / nv, m, n, k, a, b, from, beta,
+                   init, c, ldc, prefetch, prefetch_end);
 }
 
 void cg_f32_gemm_panel_avx2_12x16(int m, int n, int k, const float *a, const float *b, float beta,
@@ -234,9 +231,9 @@ void cg_f32_gemm_panel_packing_avx2_12x16(int m, int n, int k, const float *a, f
 /* ---- gemm_indirect ------------------------------------------------------ */
 
 /* One step of the indirect tiles: B's vectors at b, A's from the rows. */
-AVX2_FMA static ALWAYS_INLINE void indirect_step(const int rows, const int nv,
-                                                 const float *const *row, int64_t at,
-                                                 const float *b, __m256 acc[12][2])
+AVX2_FMA_F16C static ALWAYS_INLINE void indirect_step(const int rows, const int nv,
+                                                      const float *const *row, int64_t at,
+                                                      const float *b, __m256 acc[12][2])
 {
     __m256 bv[2];
 #pragma GCC unroll 2
@@ -248,11 +245,10 @@ AVX2_FMA static ALWAYS_INLINE void indirect_step(const int rows, const int nv,
 /* Tiles of 6 x 16 or 8 x 8 (12 or 8 accumulators), each row's pointer in a
  * register for a piece and broadcast from in place; rows past m repeat row
  * m - 1 and are not stored. */
-AVX2_FMA static ALWAYS_INLINE void indirect_tile(const int rows, const int nv, int m, int n,
-                                                 int pieces, const int *len, const float *const *a,
-                                                 int64_t lda, const float *b, float beta,
-                                                 const float *init, float *c, int ldc,
-                                                 const char **prefetch, const char *prefetch_end)
+AVX2_FMA_F16C static ALWAYS_INLINE void
+indirect_tile(const int rows, const int nv, int m, int n, int pieces, const int *len,
+              const float *const *a, int64_t lda, const float *b, float beta, const float *init,
+              float *c, int ldc, const char **prefetch, const char *prefetch_end)
 {
     const char *pf = *prefetch;
     prefetch_tile(nv, m, c, ldc);
@@ -286,9 +282,10 @@ typedef void indirect_tile_fn(int, int, int, const int *, const float *const *, 
                               const float *, float, const float *, float *, int, const char **,
                               const char *);
 #define INDIRECT_TILE(name, rows, nv)                                                              \
-    AVX2_FMA static void name(int m, int n, int pieces, const int *len, const float *const *a,     \
-                              int64_t lda, const float *b, float beta, const float *init,          \
-                              float *c, int ldc, const char **prefetch, const char *prefetch_end)  \
+    AVX2_FMA_F16C static void name(int m, int n, int pieces, const int *len,                       \
+                                   const float *const *a, int64_t lda, const float *b, float beta, \
+                                   const float *init, float *c, int ldc, const char **prefetch,    \
+                                   const char *prefetch_end)                                       \
     {                                                                                              \
         indirect_tile(rows, nv, m, n, pieces, len, a, lda, b, beta, init, c, ldc, prefetch,        \
                       prefetch_end);                                                               \
@@ -314,10 +311,10 @@ void cg_f32_gemm_indirect_avx2_12x16(int m, int n, int pieces, const int *len,
 /* One run's steps into the tile: B's last vector a masked load where it is
  * partial (`masked`), else a plain one (vmaskmovps is slow on some CPUs:
  * always masked, the runs took 1.2x the time on an AMD EPYC of family 23). */
-AVX2_FMA static ALWAYS_INLINE void run_steps(const int rows, const int nv, const int masked,
-                                             const float *const *row, const float *b, int64_t len,
-                                             int64_t lda, int64_t ldb, __m256i last,
-                                             __m256 acc[12][2])
+AVX2_FMA_F16C static ALWAYS_INLINE void run_steps(const int rows, const int nv, const int masked,
+                                                  const float *const *row, const float *b,
+                                                  int64_t len, int64_t lda, int64_t ldb,
+                                                  __m256i last, __m256 acc[12][2])
 {
     for (int64_t p = 0, at = 0; p < len; p++, at += lda, b += ldb) {
         __m256 bv[2];
@@ -333,10 +330,11 @@ AVX2_FMA static ALWAYS_INLINE void run_steps(const int rows, const int nv, const
  * (rows past m repeat row m - 1, never stored): one index steps every row;
  * B's last vector masked where n is short of the tile (a run may end at
  * the end of x). */
-AVX2_FMA static ALWAYS_INLINE void runs_tile(const int rows, const int nv, int row0, int m, int n,
-                                             int runs, const cg_gemm_run *run, int64_t lda,
-                                             int64_t ldb, float beta, float *c, int ldc,
-                                             const char **prefetch, const char *prefetch_end)
+AVX2_FMA_F16C static ALWAYS_INLINE void runs_tile(const int rows, const int nv, int row0, int m,
+                                                  int n, int runs, const cg_gemm_run *run,
+                                                  int64_t lda, int64_t ldb, float beta, float *c,
+                                                  int ldc, const char **prefetch,
+                                                  const char *prefetch_end)
 {
     prefetch_tile(nv, m, c, ldc);
     __m256 acc[12][2];
@@ -363,9 +361,9 @@ AVX2_FMA static ALWAYS_INLINE void runs_tile(const int rows, const int nv, int r
 typedef void runs_tile_fn(int, int, int, int, const cg_gemm_run *, int64_t, int64_t, float, float *,
                           int, const char **, const char *);
 #define RUNS_TILE(name, rows, nv)                                                                  \
-    AVX2_FMA static void name(int row0, int m, int n, int runs, const cg_gemm_run *run,            \
-                              int64_t lda, int64_t ldb, float beta, float *c, int ldc,             \
-                              const char **prefetch, const char *prefetch_end)                     \
+    AVX2_FMA_F16C static void name(int row0, int m, int n, int runs, const cg_gemm_run *run,       \
+                                   int64_t lda, int64_t ldb, float beta, float *c, int ldc,        \
+                                   const char **prefetch, const char *prefetch_end)                \
     {                                                                                              \
         runs_tile(rows, nv, row0, m, n, runs, run, lda, ldb, beta, c, ldc, prefetch,               \
                   prefetch_end);                                                                   \

@@ -64,9 +64,9 @@ AVX512 static ALWAYS_INLINE void packing_load_b(const int nv, const cg_b_source 
     int64_t j0, j1;
     const uintptr_t at = cg_b_source_step(from, t, &j0, &j1);
     const uint64_t inside = ((1ull << j1) - 1) & ~((1ull << j0) - 1); /* n <= 48 */
+    const uintptr_t size = from->halves ? sizeof(uint16_t) : sizeof(float);
 #pragma GCC unroll 4
     for (int v = 0; v < nv; v++) {
-        const uintptr_t size = from->halves ? sizeof(uint16_t) : sizeof(float);
         bv[v] = load16((const void *)(at + 16 * size * (uintptr_t)v), 0,
                        (__mmask16)(inside >> 16 * v), from->halves);
         _mm512_storeu_ps(b + 16 * v, bv[v]);
@@ -190,42 +190,36 @@ AVX512 static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int n
     store_tile(rows, nv, m, n, beta, init, c, ldc, acc);
 }
 
-typedef void panel_tile_fn(int, int, int, const float *, float *, const cg_b_source *, float,
-                           const float *, float *, int, const char **, const char *);
-#define PANEL_TILE(name, packing_name, rows, nv)                                                   \
+/* A tile of `rows` x nv vectors whose B comes from `source`: NULL (the
+ * packed micro-panel) or `from` (packing it) */
+#define PANEL_TILE(name, rows, nv, source)                                                         \
     AVX512 static void name(int m, int n, int k, const float *a, float *b,                         \
                             const cg_b_source *from, float beta, const float *init, float *c,      \
                             int ldc, const char **prefetch, const char *prefetch_end)              \
     {                                                                                              \
         (void)from;                                                                                \
-        tile(rows, nv, m, n, k, a, b, NULL, beta, init, c, ldc, prefetch, prefetch_end);           \
-    }                                                                                              \
-    AVX512 static void packing_name(                                                               \
-        int m, int n, int k, const float *a, float *b, const cg_b_source *from, float beta,        \
-        const float *init, float *c, int ldc, const char **prefetch, const char *prefetch_end)     \
-    {                                                                                              \
-        tile(rows, nv, m, n, k, a, b, from, beta, init, c, ldc, prefetch, prefetch_end);           \
+        tile(rows, nv, m, n, k, a, b, source, beta, init, c, ldc, prefetch, prefetch_end);         \
     }
-PANEL_TILE(tile_8x48, packing_8x48, 8, 3)
-PANEL_TILE(tile_12x32, packing_12x32, 12, 2)
-PANEL_TILE(tile_24x16, packing_24x16, 24, 1)
+PANEL_TILE(tile_8x48, 8, 3, NULL)
+PANEL_TILE(tile_12x32, 12, 2, NULL)
+PANEL_TILE(tile_24x16, 24, 1, NULL)
+PANEL_TILE(packing_8x48, 8, 3, from)
+PANEL_TILE(packing_12x32, 12, 2, from)
+PANEL_TILE(packing_24x16, 24, 1, from)
 #undef PANEL_TILE
 
-/* The panel's tiles down its m rows, the first packing B where `from` is
- * set. */
+/* The panel's tiles down its m rows (by n's vectors), the first packing B
+ * where `from` is set. */
 static void panel(int m, int n, int k, const float *a, float *b, const cg_b_source *from,
                   float beta, const float *init, float *c, int ldc, const char *prefetch,
                   const char *prefetch_end)
 {
-    const int nv = (n + 15) / 16, rows = PANEL / nv;
-    panel_tile_fn *const run = nv == 3 ? tile_8x48 : nv == 2 ? tile_12x32 : tile_24x16;
-    panel_tile_fn *const first = !from     ? run
-                                 : nv == 3 ? packing_8x48
-                                 : nv == 2 ? packing_12x32
-                                           : packing_24x16;
-    for (int r = 0; r < m; r += rows)
-        (r == 0 ? first : run)(m - r < rows ? m - r : rows, n, k, a + r, b, from, beta, init,
-                               c + (size_t)r * ldc, ldc, &prefetch, prefetch_end);
+    static cg_panel_tile_fn *const tiles[2][4] = {
+        {NULL, tile_24x16, tile_12x32, tile_8x48},
+        {NULL, packing_24x16, packing_12x32, packing_8x48}};
+    const int nv = (n + 15) / 16;
+    cg_panel_tiles(tiles[from != NULL][nv], tiles[0][nv], PANEL / nv, m, n, k, a, b, from, beta,
+                   init, c, ldc, prefetch, prefetch_end);
 }
 
 void cg_f32_gemm_panel_avx512_24x48(int m, int n, int k, const float *a, const float *b, float beta,
