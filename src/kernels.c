@@ -424,12 +424,24 @@ static void runs_rows(const cg_plan *p, const void *dy, const void *x, const cg_
 enum { FEW_MOST_ROWS = RUNS_MOST }; /* output rows a pass */
 
 /* The padded input rows few_rows keeps: a pass's, for all its kernel rows
- * (a stride of kernel rows apart from one output row to the next), so that
- * a row the next pass reads again (the stem: 5 of each output row's 7) is
- * copied once, not once for each output row reading it. */
-static int64_t ring_slots(const cg_plan *p, int64_t kc)
+ * (input row o * stride_h + kh * dil_h of output row o in slot (o * per_row
+ * + kh * per_kernel_row) % slots), so that a row the next pass reads again
+ * (the stem: 5 of each output row's 7) is copied once, not once for each
+ * output row reading it. Where that span is more rows than a pass reads (a
+ * stride or dilation far past the kernel: rows shared seldom or never), a
+ * slot an output row instead, reused from one kernel row to the next. Either
+ * way one kernel row's rows in a pass take distinct slots. */
+typedef struct ring_shape {
+    int64_t slots, per_row, per_kernel_row;
+} ring_shape;
+
+static ring_shape ring_of(const cg_plan *p, int64_t kc)
 {
-    return (pass_output_rows(p, kc) - 1) * p->stride_h + (p->kernel_h - 1) * p->dil_h + 1;
+    const int64_t rows = pass_output_rows(p, kc);
+    const int64_t span = (rows - 1) * p->stride_h + (p->kernel_h - 1) * p->dil_h + 1;
+    if (span > rows * p->kernel_h)
+        return (ring_shape){rows, 1, 0};
+    return (ring_shape){span, p->stride_h, p->dil_h};
 }
 
 static int few_in_place(const cg_plan *p, int64_t kc)
@@ -446,21 +458,20 @@ static int few_in_place(const cg_plan *p, int64_t kc)
 static int64_t few_scratch_floats(const cg_plan *p, int64_t kc, const cg_dw_block *blk)
 {
     const int64_t co_n = blk->co_last - blk->co_first;
-    return p->row_len * co_n + ring_slots(p, kc) * (cg_padded_row_floats(p) + 2) + 1 +
+    return p->row_len * co_n + ring_of(p, kc).slots * (cg_padded_row_floats(p) + 2) + 1 +
            (halves(p) ? runs_pass(p, kc) * co_n : 0);
 }
 
-/* Input row iy of image n, padded (cg_pad_row), in slot (o * stride_h + kh
- * * dil_h) % slots of the ring, o = n * out_h + oh the output row that
- * reads it through kernel row kh: copied only where the slot holds another
- * row (tags: n * in_h + iy, -1 for none). The rows of one kernel row and
- * pass (output rows a stride apart) take distinct slots, so none is
+/* Input row iy of image n, padded (cg_pad_row), in the ring's slot for
+ * output row o = n * out_h + oh reading it through kernel row kh: copied
+ * only where the slot holds another row (tags: n * in_h + iy, -1 for none).
+ * The rows of one kernel row and pass take distinct slots, so none is
  * overwritten while its run waits for the kernel. */
 static const float *ring_row(const cg_plan *p, const void *x, const cg_pixel *px, int64_t iy,
-                             int64_t kh, float *ring, int64_t *tags, int64_t slots)
+                             int64_t kh, float *ring, int64_t *tags, const ring_shape *rs)
 {
     const int64_t o = px->n * p->out_h + px->oh, line = px->n * p->in_h + iy;
-    const int64_t slot = (o * p->stride_h + kh * p->dil_h) % slots;
+    const int64_t slot = (o * rs->per_row + kh * rs->per_kernel_row) % rs->slots;
     float *row = ring + slot * cg_padded_row_floats(p);
     if (tags[slot] != line) {
         const int64_t packing = cg_trace_inner_start();
@@ -488,14 +499,14 @@ static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_d
     const int64_t pass = runs_pass(p, kc), chunks = whole ? 1 : (co_n + bl->nr - 1) / bl->nr;
     /* kernel calls a pass, at most */
     const int64_t calls = p->kernel_h * chunks * ((seg + bl->mr - 1) / bl->mr);
-    const int64_t slots = ring_slots(p, kc);
+    const ring_shape rs = ring_of(p, kc);
     float *sums = scratch, *ring = scratch + p->row_len * co_n; /* sums[j][co] */
-    float *dy_buf = ring + slots * cg_padded_row_floats(p);
+    float *dy_buf = ring + rs.slots * cg_padded_row_floats(p);
     const int64_t tags_at = round_up(dy_buf - scratch + (halves(p) ? pass * co_n : 0), 2);
     int64_t *tags = (int64_t *)(void *)(scratch + tags_at); /* 8-byte aligned */
     for (int64_t j = blk->col_first; j < blk->col_last; j++)
         cg_zero_floats(sums + j * co_n, co_n);
-    for (int64_t slot = 0; slot < slots; slot++)
+    for (int64_t slot = 0; slot < rs.slots; slot++)
         tags[slot] = -1;
     cg_gemm_run run[FEW_MOST_ROWS], moved[FEW_MOST_ROWS];
     for (int64_t r0 = first; r0 < last; r0 += pass) {
@@ -515,7 +526,7 @@ static void few_rows(const cg_plan *p, const void *dy, const void *x, const cg_d
                 const int64_t end = min64(r1, row + p->out_w - px.ow);
                 const int64_t iy = px.oh * p->stride_h + kh * p->dil_h - p->pad_u;
                 if (iy >= 0 && iy < p->in_h) {
-                    const float *padded = ring_row(p, x, &px, iy, kh, ring, tags, slots);
+                    const float *padded = ring_row(p, x, &px, iy, kh, ring, tags, &rs);
                     run[runs++] =
                         (cg_gemm_run){padded + px.ow * p->stride_w * p->cin + (j0 - kh * seg),
                                       dyr.at + (row - dyr.first_row) * dyr.step, end - row};

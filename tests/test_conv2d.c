@@ -663,6 +663,34 @@ Test(conv2d, grouped_few_channels, .timeout = TEST_TIMEOUT)
                       2000);
 }
 
+/* NHWC layers of few input channels (under 16) and 16-64 output channels,
+ * whose weight gradient keeps the padded input rows a pass reads in a ring
+ * (one copy of a row however many output rows read it), or, where a stride
+ * or dilation sets the rows far apart, a slot an output row: the stem's
+ * shape, strides and dilations a row apart and past the kernel, a stride of
+ * 2^30 (one output row; its ring would have been 2^30 rows), passes across
+ * images. Every operation, masks 1 and 3, exact. */
+Test(conv2d, few_input_channels, .timeout = TEST_TIMEOUT)
+{
+    /* clang-format off */
+    static const shape shapes[] = {
+        {"7x7 stride 2, 3->16, pads 3", .n = 2, .h = 23, .w = 20, .cin = 3, .cout = 16, .kh = 7,
+         .kw = 7, .sh = 2, .sw = 2, .pt = 3, .pb = 3, .pl = 3, .pr = 3},
+        {"3x3 stride 2^30 x 1, 4->24, pads 1", .n = 2, .h = 9, .w = 12, .cin = 4, .cout = 24,
+         .kh = 3, .kw = 3, .sh = 1 << 30, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
+        {"2x3 stride 5 x 1, 6->16, batch 3", .n = 3, .h = 21, .w = 14, .cin = 6, .cout = 16,
+         .kh = 2, .kw = 3, .sh = 5, .pl = 1},
+        {"3x2 dilation 4 x 1, 6->32, pads 4 0 1 1", .n = 2, .h = 14, .w = 10, .cin = 6,
+         .cout = 32, .kh = 3, .kw = 2, .dh = 4, .pt = 4, .pl = 1, .pr = 1},
+        {"2x3 dilation 2^29 x 1, 5->16, pad top 2^29", .n = 1, .h = 6, .w = 11, .cin = 5,
+         .cout = 16, .kh = 2, .kw = 3, .dh = 1 << 29, .pt = 1 << 29},
+    };
+    /* clang-format on */
+    static const int masks[] = {0x1, 0x3, 0}, tiles[] = {0, 9, -1};
+    exact_nhwc_shapes("few_input_channels", shapes, sizeof shapes / sizeof *shapes, masks, tiles,
+                      3000);
+}
+
 /* Shapes whose weight gradient cuts its rows into slices (2048 rows and
  * more), on masks with fewer cores than slices, as many, and more (teams
  * sharing each slice): cg_conv2d_backward_weights_bias sums db slice by
