@@ -42,28 +42,38 @@ cg_pack_rows_body(cg_copy_run_fn *copy, float *dst, const cg_panel_layout *to, i
 }
 
 /* Where gemm_panel_packing's first tile finds B (kernels/list.h): step t
- * is columns [col, col + n) of its segment, src[rows->at[t] + col + j]
- * (floats, or binary16 where halves), zero outside [lo, hi). */
+ * is columns [col, col + n) of its segment, src[at[t] + col + j] (floats,
+ * or binary16 where halves), zero outside [lo[t], hi[t]). The tables'
+ * addresses are its own fields, so that a tile holding a copy by value
+ * keeps them all in registers: the vector stores into the panel may alias
+ * any memory, and fields read through a pointer were loaded again at every
+ * step (and halves tested three times a step). */
 typedef struct cg_b_source {
     const void *src;
-    const cg_pack_rows *rows;
+    const int64_t *at, *lo, *hi;
     int64_t col;
     int n, halves;
 } cg_b_source;
 
 /* Step t's columns inside its segment, [*j0, *j1) within [0, n), and the
  * address of its column 0, formed as an integer: a padded row's may lie
- * before src. */
+ * before src. `halves`: from.halves, a constant of the tile's. */
 static inline __attribute__((always_inline)) uintptr_t
-cg_b_source_step(const cg_b_source *from, int64_t t, int64_t *j0, int64_t *j1)
+cg_b_source_step(const cg_b_source from, const int halves, int64_t t, int64_t *j0, int64_t *j1)
 {
-    const int64_t col = from->col, n = from->n;
-    int64_t lo = from->rows->lo[t] - col, hi = from->rows->hi[t] - col;
+    const int64_t col = from.col, n = from.n;
+    int64_t lo = from.lo[t] - col, hi = from.hi[t] - col;
     lo = lo < 0 ? 0 : lo > n ? n : lo;
     *j0 = lo;
     *j1 = hi < lo ? lo : hi > n ? n : hi;
-    const uintptr_t size = from->halves ? sizeof(uint16_t) : sizeof(float);
-    return (uintptr_t)from->src + (uintptr_t)(from->rows->at[t] + col) * size;
+    const uintptr_t size = halves ? sizeof(uint16_t) : sizeof(float);
+    return (uintptr_t)from.src + (uintptr_t)(from.at[t] + col) * size;
+}
+
+static inline cg_b_source cg_b_source_of(const void *src, int halves, const cg_pack_rows *rows,
+                                         int64_t col, int n)
+{
+    return (cg_b_source){src, rows->at, rows->lo, rows->hi, col, n, halves};
 }
 
 /* A register tile of an ISA over the whole sum: its B from the packed
@@ -73,7 +83,8 @@ typedef void cg_panel_tile_fn(int m, int n, int k, const float *a, float *b,
                               int ldc, const char **prefetch, const char *prefetch_end);
 
 /* The panel's m rows, `rows` a tile: the first by `first`, which packs B
- * where `from` is set, the rest by `plain`, which read it. */
+ * where `from` is set, the rest by `plain`, which read it. A packing tile
+ * is made for each of from->halves' values. */
 static inline void cg_panel_tiles(cg_panel_tile_fn *first, cg_panel_tile_fn *plain, int rows, int m,
                                   int n, int k, const float *a, float *b, const cg_b_source *from,
                                   float beta, const float *init, float *c, int ldc,

@@ -30,15 +30,16 @@ AVX2_F16C static ALWAYS_INLINE __m256 load8(const void *src, int64_t i, const in
 /* Step t of B from its segment (masked loads: padding and the columns past
  * n read as zeros, nothing outside [lo, hi) touched), stored into the
  * micro-panel's step at b as well (zeros past the nv vectors). */
-AVX2_FMA_F16C static ALWAYS_INLINE void packing_load_b(const int nv, const cg_b_source *from,
-                                                       int64_t t, float *b, __m256 bv[2])
+AVX2_FMA_F16C static ALWAYS_INLINE void packing_load_b(const int nv, const int halves,
+                                                       const cg_b_source from, int64_t t, float *b,
+                                                       __m256 bv[2])
 {
     int64_t j0, j1;
-    const uintptr_t at = cg_b_source_step(from, t, &j0, &j1);
+    const uintptr_t at = cg_b_source_step(from, halves, t, &j0, &j1);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 #pragma GCC unroll 2
     for (int v = 0; v < nv; v++) { /* lanes j0 <= 8v + lane < j1 */
-        if (!from->halves) {
+        if (!halves) {
             const __m256i inside =
                 _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)j0 - 8 * v), lane),
                                     _mm256_cmpgt_epi32(_mm256_set1_epi32((int)j1 - 8 * v), lane));
@@ -60,14 +61,15 @@ AVX2_FMA_F16C static ALWAYS_INLINE void packing_load_b(const int nv, const cg_b_
 }
 
 /* acc[r][v] += a[r] * b[8v..8v+7], step t of the sum: B from the packed
- * micro-panel, or, where `from` is set, from its segments into the panel. */
-AVX2_FMA_F16C static ALWAYS_INLINE void fma_step(const int rows, const int nv, const float *a,
-                                                 float *b, const cg_b_source *from, int64_t t,
+ * micro-panel, or, where the tile packs, from its segments into the panel. */
+AVX2_FMA_F16C static ALWAYS_INLINE void fma_step(const int rows, const int nv, const int packs,
+                                                 const int halves, const float *a, float *b,
+                                                 const cg_b_source from, int64_t t,
                                                  __m256 acc[12][2])
 {
     __m256 bv[2];
-    if (from)
-        packing_load_b(nv, from, t, b, bv);
+    if (packs)
+        packing_load_b(nv, halves, from, t, b, bv);
     else
 #pragma GCC unroll 2
         for (int v = 0; v < nv; v++)
@@ -155,13 +157,16 @@ AVX2_FMA_F16C static ALWAYS_INLINE void store_tile(const int rows, const int nv,
 
 /* ---- gemm_panel --------------------------------------------------------- */
 
-/* One register tile over the whole sum; `from` (NULL: none) packs B's
- * micro-panel as it goes (gemm_panel_packing's first tile). */
-AVX2_FMA_F16C static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int n, int k,
-                                             const float *a, float *b, const cg_b_source *from,
-                                             float beta, const float *init, float *c, int ldc,
+/* One register tile over the whole sum; where it packs (gemm_panel_packing's
+ * first tile), B's micro-panel from `packing` as it goes, from halves'
+ * dtype. */
+AVX2_FMA_F16C static ALWAYS_INLINE void tile(const int rows, const int nv, const int packs,
+                                             const int halves, int m, int n, int k, const float *a,
+                                             float *b, const cg_b_source *packing, float beta,
+                                             const float *init, float *c, int ldc,
                                              const char **prefetch, const char *prefetch_end)
 {
+    const cg_b_source from = packs ? *packing : (cg_b_source){0}; /* held in registers */
     const char *pf = *prefetch;
     prefetch_tile(nv, m, c, ldc);
     __m256 acc[12][2];
@@ -173,29 +178,32 @@ AVX2_FMA_F16C static ALWAYS_INLINE void tile(const int rows, const int nv, int m
             _mm_prefetch(pf, _MM_HINT_T1);
             pf += 64;
         }
-        fma_step(rows, nv, a, b, from, p, acc);
-        fma_step(rows, nv, a + PANEL, b + NR, from, p + 1, acc);
+        fma_step(rows, nv, packs, halves, a, b, from, p, acc);
+        fma_step(rows, nv, packs, halves, a + PANEL, b + NR, from, p + 1, acc);
     }
     if (p < k)
-        fma_step(rows, nv, a, b, from, p, acc);
+        fma_step(rows, nv, packs, halves, a, b, from, p, acc);
     *prefetch = pf;
     store_tile(rows, nv, m, n, beta, init, c, ldc, acc);
 }
 
-/* A tile of `rows` x nv vectors whose B comes from `source`: NULL (the
- * packed micro-panel) or `from` (packing it) */
-#define PANEL_TILE(name, rows, nv, source)                                                         \
+/* A tile of `rows` x nv vectors whose B comes from the packed micro-panel
+ * (packs 0) or from `from` (packs 1: packing it, from binary16 where
+ * halves) */
+#define PANEL_TILE(name, rows, nv, packs, halves)                                                  \
     AVX2_FMA_F16C static void name(                                                                \
         int m, int n, int k, const float *a, float *b, const cg_b_source *from, float beta,        \
         const float *init, float *c, int ldc, const char **prefetch, const char *prefetch_end)     \
     {                                                                                              \
-        (void)from;                                                                                \
-        tile(rows, nv, m, n, k, a, b, source, beta, init, c, ldc, prefetch, prefetch_end);         \
+        tile(rows, nv, packs, halves, m, n, k, a, b, from, beta, init, c, ldc, prefetch,           \
+             prefetch_end);                                                                        \
     }
-PANEL_TILE(tile_6x16, 6, 2, NULL)
-PANEL_TILE(tile_12x8, 12, 1, NULL)
-PANEL_TILE(packing_6x16, 6, 2, from)
-PANEL_TILE(packing_12x8, 12, 1, from)
+PANEL_TILE(tile_6x16, 6, 2, 0, 0)
+PANEL_TILE(tile_12x8, 12, 1, 0, 0)
+PANEL_TILE(packing_6x16, 6, 2, 1, 0)
+PANEL_TILE(packing_12x8, 12, 1, 1, 0)
+PANEL_TILE(packing_f16_6x16, 6, 2, 1, 1)
+PANEL_TILE(packing_f16_12x8, 12, 1, 1, 1)
 #undef PANEL_TILE
 
 /* The panel's tiles down its m rows (by n's vectors), the first packing B
@@ -204,11 +212,12 @@ static void panel(int m, int n, int k, const float *a, float *b, const cg_b_sour
                   float beta, const float *init, float *c, int ldc, const char *prefetch,
                   const char *prefetch_end)
 {
-    static cg_panel_tile_fn *const tiles[2][3] = {{NULL, tile_12x8, tile_6x16},
-                                                  {NULL, packing_12x8, packing_6x16}};
-    const int nv = (n + 7) / 8;
-    cg_panel_tiles(tiles[from != NULL][nv], tiles[0][nv], PANEL / nv, m, n, k, a, b, from, beta,
-                   init, c, ldc, prefetch, prefetch_end);
+    static cg_panel_tile_fn *const tiles[3][3] = {{NULL, tile_12x8, tile_6x16},
+                                                  {NULL, packing_12x8, packing_6x16},
+                                                  {NULL, packing_f16_12x8, packing_f16_6x16}};
+    const int nv = (n + 7) / 8, source = from ? 1 + (from->halves != 0) : 0;
+    cg_panel_tiles(tiles[source][nv], tiles[0][nv], PANEL / nv, m, n, k, a, b, from, beta, init, c,
+                   ldc, prefetch, prefetch_end);
 }
 
 void cg_f32_gemm_panel_avx2_12x16(int m, int n, int k, const float *a, const float *b, float beta,
@@ -224,7 +233,7 @@ void cg_f32_gemm_panel_packing_avx2_12x16(int m, int n, int k, const float *a, f
                                           int64_t col, float beta, const float *init, float *c,
                                           int ldc, const char *prefetch, const char *prefetch_end)
 {
-    const cg_b_source from = {src, rows, col, n, halves};
+    const cg_b_source from = cg_b_source_of(src, halves, rows, col, n);
     panel(m, n, k, a, b, &from, beta, init, c, ldc, prefetch, prefetch_end);
 }
 

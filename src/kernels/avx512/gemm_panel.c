@@ -58,17 +58,18 @@ AVX512 static ALWAYS_INLINE __m512 load16(const void *src, int64_t i, __mmask16 
 /* Step t of B from its segment (masked loads: padding and the columns past
  * n read as zeros, nothing outside [lo, hi) touched), stored into the
  * micro-panel's step at b as well (zeros past the nv vectors). */
-AVX512 static ALWAYS_INLINE void packing_load_b(const int nv, const cg_b_source *from, int64_t t,
-                                                float *b, __m512 bv[4])
+AVX512 static ALWAYS_INLINE void packing_load_b(const int nv, const int halves,
+                                                const cg_b_source from, int64_t t, float *b,
+                                                __m512 bv[4])
 {
     int64_t j0, j1;
-    const uintptr_t at = cg_b_source_step(from, t, &j0, &j1);
+    const uintptr_t at = cg_b_source_step(from, halves, t, &j0, &j1);
     const uint64_t inside = ((1ull << j1) - 1) & ~((1ull << j0) - 1); /* n <= 48 */
-    const uintptr_t size = from->halves ? sizeof(uint16_t) : sizeof(float);
+    const uintptr_t size = halves ? sizeof(uint16_t) : sizeof(float);
 #pragma GCC unroll 4
     for (int v = 0; v < nv; v++) {
         bv[v] = load16((const void *)(at + 16 * size * (uintptr_t)v), 0,
-                       (__mmask16)(inside >> 16 * v), from->halves);
+                       (__mmask16)(inside >> 16 * v), halves);
         _mm512_storeu_ps(b + 16 * v, bv[v]);
     }
 #pragma GCC unroll 4
@@ -77,13 +78,14 @@ AVX512 static ALWAYS_INLINE void packing_load_b(const int nv, const cg_b_source 
 }
 
 /* acc[r][v] += a[r] * b[16v..16v+15], step t of the sum: B from the packed
- * micro-panel, or, where `from` is set, from its segments into the panel. */
-AVX512 static ALWAYS_INLINE void fma_step(const int rows, const int nv, const float *a, float *b,
-                                          const cg_b_source *from, int64_t t, __m512 acc[24][4])
+ * micro-panel, or, where the tile packs, from its segments into the panel. */
+AVX512 static ALWAYS_INLINE void fma_step(const int rows, const int nv, const int packs,
+                                          const int halves, const float *a, float *b,
+                                          const cg_b_source from, int64_t t, __m512 acc[24][4])
 {
     __m512 bv[4];
-    if (from)
-        packing_load_b(nv, from, t, b, bv);
+    if (packs)
+        packing_load_b(nv, halves, from, t, b, bv);
     else
         load_b(nv, 1, 0, b, bv);
     broadcast_step(rows, nv, a, bv, acc);
@@ -163,13 +165,16 @@ AVX512 static ALWAYS_INLINE void store_tile(const int rows, const int nv, int m,
 
 /* ---- gemm_panel --------------------------------------------------------- */
 
-/* One register tile over the whole sum; `from` (NULL: none) packs B's
- * micro-panel as it goes (gemm_panel_packing's first tile). */
-AVX512 static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int n, int k,
-                                      const float *a, float *b, const cg_b_source *from, float beta,
+/* One register tile over the whole sum; where it packs (gemm_panel_packing's
+ * first tile), B's micro-panel from `packing` as it goes, from halves'
+ * dtype. */
+AVX512 static ALWAYS_INLINE void tile(const int rows, const int nv, const int packs,
+                                      const int halves, int m, int n, int k, const float *a,
+                                      float *b, const cg_b_source *packing, float beta,
                                       const float *init, float *c, int ldc, const char **prefetch,
                                       const char *prefetch_end)
 {
+    const cg_b_source from = packs ? *packing : (cg_b_source){0}; /* held in registers */
     const char *pf = *prefetch;
     prefetch_tile(nv, m, c, ldc);
     __m512 acc[24][4];
@@ -181,31 +186,35 @@ AVX512 static ALWAYS_INLINE void tile(const int rows, const int nv, int m, int n
             _mm_prefetch(pf, _MM_HINT_T1);
             pf += 64;
         }
-        fma_step(rows, nv, a, b, from, p, acc);
-        fma_step(rows, nv, a + PANEL, b + NR, from, p + 1, acc);
+        fma_step(rows, nv, packs, halves, a, b, from, p, acc);
+        fma_step(rows, nv, packs, halves, a + PANEL, b + NR, from, p + 1, acc);
     }
     if (p < k)
-        fma_step(rows, nv, a, b, from, p, acc);
+        fma_step(rows, nv, packs, halves, a, b, from, p, acc);
     *prefetch = pf;
     store_tile(rows, nv, m, n, beta, init, c, ldc, acc);
 }
 
-/* A tile of `rows` x nv vectors whose B comes from `source`: NULL (the
- * packed micro-panel) or `from` (packing it) */
-#define PANEL_TILE(name, rows, nv, source)                                                         \
+/* A tile of `rows` x nv vectors whose B comes from the packed micro-panel
+ * (packs 0) or from `from` (packs 1: packing it, from binary16 where
+ * halves) */
+#define PANEL_TILE(name, rows, nv, packs, halves)                                                  \
     AVX512 static void name(int m, int n, int k, const float *a, float *b,                         \
                             const cg_b_source *from, float beta, const float *init, float *c,      \
                             int ldc, const char **prefetch, const char *prefetch_end)              \
     {                                                                                              \
-        (void)from;                                                                                \
-        tile(rows, nv, m, n, k, a, b, source, beta, init, c, ldc, prefetch, prefetch_end);         \
+        tile(rows, nv, packs, halves, m, n, k, a, b, from, beta, init, c, ldc, prefetch,           \
+             prefetch_end);                                                                        \
     }
-PANEL_TILE(tile_8x48, 8, 3, NULL)
-PANEL_TILE(tile_12x32, 12, 2, NULL)
-PANEL_TILE(tile_24x16, 24, 1, NULL)
-PANEL_TILE(packing_8x48, 8, 3, from)
-PANEL_TILE(packing_12x32, 12, 2, from)
-PANEL_TILE(packing_24x16, 24, 1, from)
+PANEL_TILE(tile_8x48, 8, 3, 0, 0)
+PANEL_TILE(tile_12x32, 12, 2, 0, 0)
+PANEL_TILE(tile_24x16, 24, 1, 0, 0)
+PANEL_TILE(packing_8x48, 8, 3, 1, 0)
+PANEL_TILE(packing_12x32, 12, 2, 1, 0)
+PANEL_TILE(packing_24x16, 24, 1, 1, 0)
+PANEL_TILE(packing_f16_8x48, 8, 3, 1, 1)
+PANEL_TILE(packing_f16_12x32, 12, 2, 1, 1)
+PANEL_TILE(packing_f16_24x16, 24, 1, 1, 1)
 #undef PANEL_TILE
 
 /* The panel's tiles down its m rows (by n's vectors), the first packing B
@@ -214,12 +223,13 @@ static void panel(int m, int n, int k, const float *a, float *b, const cg_b_sour
                   float beta, const float *init, float *c, int ldc, const char *prefetch,
                   const char *prefetch_end)
 {
-    static cg_panel_tile_fn *const tiles[2][4] = {
+    static cg_panel_tile_fn *const tiles[3][4] = {
         {NULL, tile_24x16, tile_12x32, tile_8x48},
-        {NULL, packing_24x16, packing_12x32, packing_8x48}};
-    const int nv = (n + 15) / 16;
-    cg_panel_tiles(tiles[from != NULL][nv], tiles[0][nv], PANEL / nv, m, n, k, a, b, from, beta,
-                   init, c, ldc, prefetch, prefetch_end);
+        {NULL, packing_24x16, packing_12x32, packing_8x48},
+        {NULL, packing_f16_24x16, packing_f16_12x32, packing_f16_8x48}};
+    const int nv = (n + 15) / 16, source = from ? 1 + (from->halves != 0) : 0;
+    cg_panel_tiles(tiles[source][nv], tiles[0][nv], PANEL / nv, m, n, k, a, b, from, beta, init, c,
+                   ldc, prefetch, prefetch_end);
 }
 
 void cg_f32_gemm_panel_avx512_24x48(int m, int n, int k, const float *a, const float *b, float beta,
@@ -235,7 +245,7 @@ void cg_f32_gemm_panel_packing_avx512_24x48(int m, int n, int k, const float *a,
                                             int64_t col, float beta, const float *init, float *c,
                                             int ldc, const char *prefetch, const char *prefetch_end)
 {
-    const cg_b_source from = {src, rows, col, n, halves};
+    const cg_b_source from = cg_b_source_of(src, halves, rows, col, n);
     panel(m, n, k, a, b, &from, beta, init, c, ldc, prefetch, prefetch_end);
 }
 
