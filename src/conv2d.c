@@ -976,7 +976,7 @@ static void rows_product(const job *jb, const float *src, const int64_t *tab, in
     for (int64_t g = 0; g < jb->plan.groups; g++) {
         const cg_rows_matrix a = {src,     tab,        tab + e, tab + 2 * e,
                                   count,   seg_len,    piece,   g * group_cols,
-                                  next.at, next.bytes, sorted};
+                                  next.at, next.bytes, sorted,  NULL};
         cg_rows_b bg = *b;
         if (bg.packed)
             bg.packed += g * b_group;
@@ -1160,7 +1160,7 @@ static int forward_padded(const job *jb)
 {
     const cg_plan *p = &jb->plan;
     return p->groups == 1 && p->dil_w == 1 && p->cin < CG_INDIRECT_MIN_PIECE &&
-           p->kernel_w * p->cin >= CG_INDIRECT_MIN_PIECE && cg_gemm_blocking_here()->indirect &&
+           cg_rows_reads_a_in_place(cg_gemm_blocking_here(), p->kernel_w * p->cin) &&
            cg_padded_row_near_x(p);
 }
 
@@ -1171,18 +1171,20 @@ static int64_t padded_rows(const cg_plan *p, int64_t count)
     return ((count + p->out_w - 1) / p->out_w + 1) * p->kernel_h + 1;
 }
 
-/* The row tables of a tile for forward_padded, over `pad` (padded_rows
- * rows): segment kh of pixel t is its kernel row in a padded copy of input
- * row iy (the zero row where iy is outside x), wholly inside. An input row
- * the output row before also read keeps its copy (the stem's 7 kernel rows
- * at stride 2: 2 copies an output row, not 7). */
-static void padded_tables(const job *jb, const tile *tl, float *pad, int64_t *tab)
+/* The rows of a tile for forward_padded, over `pad` (padded_rows rows):
+ * segment kh of pixel t, its kernel row in a padded copy of input row iy
+ * (the zero row where iy is outside x), starts at at[kh * count + t] (the
+ * driver's cg_rows_matrix.rows: the kernel reads them as they are, where
+ * tables of at, lo and hi were made into pointers a tile, 21 entries and 7
+ * pointers an output pixel of the stem). An input row the output row before
+ * also read keeps its copy (the stem's 7 kernel rows at stride 2: 2 copies
+ * an output row, not 7). */
+static void padded_rows_of(const job *jb, const tile *tl, float *pad, const float **at)
 {
     const cg_plan *p = &jb->plan;
     const int64_t count = tl->count, len = cg_padded_row_floats(p);
-    const int64_t seg = p->kernel_w * p->cin, e = p->kernel_h * count;
     const int64_t pixel = p->stride_w * p->cin; /* an output pixel's step in a copy */
-    int64_t *at = tab, *lo = tab + e, *hi = tab + 2 * e, copies = 1;
+    int64_t copies = 1;
     cg_zero_floats(pad, len); /* copy 0: the zero row */
     tile_pos pos = tile_start(tl);
     int64_t before = -1, before_j = 0, before_n = 0, before_iy = 0; /* the output row before */
@@ -1191,21 +1193,19 @@ static void padded_tables(const job *jb, const tile *tl, float *pad, int64_t *ta
         const int64_t iy0 = pos.i * p->stride_h - p->pad_u;
         for (int64_t kh = 0; kh < p->kernel_h; kh++) {
             const int64_t iy = iy0 + kh * p->dil_h, d = iy - before_iy;
-            int64_t row = 0;
+            const float *row = pad; /* the zero row */
             if (iy >= 0 && iy < p->in_h) {
                 if (before >= 0 && pos.n == before_n && d >= 0 && d % p->dil_h == 0 &&
                     d / p->dil_h < p->kernel_h) { /* kernel row d / dil_h of the row before */
                     row = at[d / p->dil_h * count + before] - before_j * pixel;
                 } else {
-                    row = copies++ * len;
-                    cg_pad_row(p, jb->in0, pos.n, iy, pad + row);
+                    float *copy = pad + copies++ * len;
+                    cg_pad_row(p, jb->in0, pos.n, iy, copy);
+                    row = copy;
                 }
             }
-            for (int64_t i = 0; i < run; i++) {
+            for (int64_t i = 0; i < run; i++)
                 at[kh * count + t + i] = row + (pos.j + i) * pixel;
-                lo[kh * count + t + i] = 0;
-                hi[kh * count + t + i] = seg;
-            }
         }
         before = t;
         before_j = pos.j;
@@ -1286,17 +1286,20 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
         float *y = jb->out + row * p->cout;
         if (order.made != row && padded) { /* and the padded copies */
             const int64_t packing = cg_trace_inner_start();
-            padded_tables(jb, &tl, pad, order.tab);
+            padded_rows_of(jb, &tl, pad, (const float **)(void *)order.tab);
             cg_trace_inner_end(packing);
-            order_tile(&order, &tl, segments, row);
+            order.made = row;
         } else if (order.made != row) {
             row_tables(&gx, &tl, ah, aw, runs, order.tab);
             order_tile(&order, &tl, segments, row);
         }
         if (padded) { /* whole kernel rows of the padded copies: a piece each */
-            rows_product(jb, pad, order.rows, segments, tl.count, seg_len, seg_len, p->cin_g, k,
-                         p->cout_g, mine, &b, b_group, p->cout_g * k, jb->bias, y, p->cout, mem,
-                         (span){NULL, 0}, 0);
+            const cg_rows_matrix a = {.apart = tl.count,
+                                      .seg_len = seg_len,
+                                      .piece = seg_len,
+                                      .rows = (const float *const *)(void *)order.tab};
+            cg_gemm_rows(bl, tl.count, p->cout_g, k, &a, &b, mine.first, mine.last, 0.0f, jb->bias,
+                         y, p->cout, mem);
         } else {
             const int sorted = tile_sorted(&order);
             float *res = sorted ? mem + res_at : y;
@@ -1867,8 +1870,9 @@ static void data_band(const job *jb, int64_t n, int64_t h0, int64_t h1, int64_t 
             tab[count + t] = 0;
             tab[2 * count + t] = p->cout;
         }
-        const cg_rows_matrix a = {
-            jb->in0, tab, tab + count, tab + 2 * count, count, p->cout, p->cout, 0, NULL, 0, 0};
+        const cg_rows_matrix a = {jb->in0, tab,     tab + count, tab + 2 * count,
+                                  count,   p->cout, p->cout,     0,
+                                  NULL,    0,       0,           NULL};
         const panels cols = all_panels(p->row_len);
         const cg_rows_b packed = {.packed = b, .parts = 1, .kc = cg_gemm_blocking_here()->kc};
         cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, &packed, cols.first,

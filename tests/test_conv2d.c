@@ -669,7 +669,10 @@ Test(conv2d, grouped_few_channels, .timeout = TEST_TIMEOUT)
  * or dilation sets the rows far apart, a slot an output row: the stem's
  * shape, strides and dilations a row apart and past the kernel, a stride of
  * 2^30 (one output row; its ring would have been 2^30 rows), passes across
- * images. Every operation, masks 1 and 3, exact. */
+ * images. Their forward reads whole kernel rows from padded copies through
+ * the copies' own row pointers, or, where K's blocks cut a kernel row (5 x 5
+ * x 8 = 200 against 128), through pointers made for each block. Every
+ * operation, masks 1 and 3, exact. */
 Test(conv2d, few_input_channels, .timeout = TEST_TIMEOUT)
 {
     /* clang-format off */
@@ -684,6 +687,9 @@ Test(conv2d, few_input_channels, .timeout = TEST_TIMEOUT)
          .cout = 32, .kh = 3, .kw = 2, .dh = 4, .pt = 4, .pl = 1, .pr = 1},
         {"2x3 dilation 2^29 x 1, 5->16, pad top 2^29", .n = 1, .h = 6, .w = 11, .cin = 5,
          .cout = 16, .kh = 2, .kw = 3, .dh = 1 << 29, .pt = 1 << 29},
+        {"5x5 stride 2, 8->24, pads 2: kernel rows cut by K's blocks", .n = 2, .h = 13,
+         .w = 15, .cin = 8, .cout = 24, .kh = 5, .kw = 5, .sh = 2, .sw = 2, .pt = 2, .pb = 2,
+         .pl = 2, .pr = 2},
     };
     /* clang-format on */
     static const int masks[] = {0x1, 0x3, 0}, tiles[] = {0, 9, -1};

@@ -84,6 +84,12 @@ typedef struct cg_rows_matrix {
      * the indirect kernel then skips, in each register tile of rows, the
      * pieces that are padding in all of them */
     int skips_padding;
+    /* or, in place of the tables (at, lo, hi NULL), where every segment is
+     * wholly inside and a piece (seg_len == piece) and A's rows are read in
+     * place: row r's segment s starts at rows[s * apart + r]; a block of K
+     * of whole segments goes to the indirect kernel as it lies, with no
+     * pointer made (the forward's padded copies of the stem's input rows) */
+    const float *const *rows;
 } cg_rows_matrix;
 
 /* B (k x n) of cg_gemm_rows: packed whole before the call (`packed`, as

@@ -134,8 +134,10 @@ static int indirect_rows(const cg_rows_matrix *a, int64_t r0, int64_t mb, int64_
         len[q] = (int)(c1 - c0);
         for (int64_t r = 0; r < mb; r++) {
             const int64_t e = s * a->apart + r0 + r;
-            const int inside = a->lo[e] <= col && col + len[q] <= a->hi[e];
-            ptr[q * mb + r] = inside ? a->src + a->at[e] + col : zero_row;
+            const int inside = a->rows || (a->lo[e] <= col && col + len[q] <= a->hi[e]);
+            ptr[q * mb + r] = a->rows  ? a->rows[e] + col
+                              : inside ? a->src + a->at[e] + col
+                                       : zero_row;
             outside |= !inside;
         }
         c0 = c1;
@@ -197,15 +199,38 @@ int64_t cg_rows_kc(const cg_gemm_blocking *bl, int64_t k, int64_t piece)
 typedef struct rows_call {
     const cg_gemm_blocking *bl;
     int indirect, pieces, padded;
-    const int *len;
-    const float **ptr;
-    int64_t mb;
+    int *len;
+    const float *const *ptr; /* piece q's rows at ptr + q * ld */
+    int64_t mb, ld;
 } rows_call;
+
+/* The indirect kernel's pieces for rows [r0, r0 + rc->mb) and columns [pc,
+ * pc + kb) into rc: A's own row pointers where the block is whole segments
+ * (cg_rows_matrix.rows: piece q's rows apart from the next piece's by
+ * `apart`), else pointers made into `pack` (indirect_rows). */
+static void indirect_pieces(const cg_rows_matrix *a, int64_t r0, int64_t pc, int64_t kb,
+                            rows_call *rc, float *pack)
+{
+    const int64_t seg = a->seg_len;
+    if (a->rows && pc % seg == 0 && kb % seg == 0) {
+        rc->pieces = (int)(kb / seg);
+        for (int q = 0; q < rc->pieces; q++)
+            rc->len[q] = (int)seg;
+        rc->ptr = a->rows + pc / seg * a->apart + r0;
+        rc->ld = a->apart;
+        rc->padded = 0;
+        return;
+    }
+    rc->ptr = (const float *const *)(void *)pack;
+    rc->ld = rc->mb;
+    rc->pieces =
+        indirect_rows(a, r0, rc->mb, pc, kb, rc->len, (const float **)(void *)pack, &rc->padded);
+}
 
 /* Whether piece q is padding in every one of the `rows` rows from ir. */
 static int all_padding(const rows_call *rc, int q, int64_t ir, int rows)
 {
-    const float *const *p = rc->ptr + q * rc->mb + ir;
+    const float *const *p = rc->ptr + q * rc->ld + ir;
     for (int r = 0; r < rows; r++)
         if (p[r] != zero_row)
             return 0;
@@ -239,8 +264,8 @@ static void indirect_skipping(const rows_call *rc, int64_t ir, int rows, int64_t
         const char *f = from ? from + (to - from) * r0 / rows : NULL;
         const char *t = from ? from + (to - from) * (r0 + tr) / rows : NULL;
         if (q0 < q1 || beta == 0.0f) /* no piece and beta 0: C is init (or zeros) */
-            bl->indirect(tr, (int)cols, q1 - q0, rc->len + q0, rc->ptr + q0 * rc->mb + ir + r0,
-                         rc->mb, b, beta, start, c + (ir + r0) * ldc, (int)ldc, f, t);
+            bl->indirect(tr, (int)cols, q1 - q0, rc->len + q0, rc->ptr + q0 * rc->ld + ir + r0,
+                         rc->ld, b, beta, start, c + (ir + r0) * ldc, (int)ldc, f, t);
     }
 }
 
@@ -254,7 +279,7 @@ static void run_kernel(const rows_call *rc, int64_t ir, int64_t kb, int64_t firs
     if (rc->indirect && rc->padded)
         indirect_skipping(rc, ir, rows, cols, panel, beta, start, c + first, ldc, from, to);
     else if (rc->indirect)
-        bl->indirect(rows, (int)cols, rc->pieces, rc->len, rc->ptr + ir, rc->mb, panel, beta, start,
+        bl->indirect(rows, (int)cols, rc->pieces, rc->len, rc->ptr + ir, rc->ld, panel, beta, start,
                      c + ir * ldc + first, (int)ldc, from, to);
     else
         bl->kernel(rows, (int)cols, (int)kb, a_panel + ir * kb, panel, beta, start,
@@ -273,7 +298,7 @@ static void product_b_as_it_goes(const cg_gemm_blocking *bl, int64_t m, int64_t 
                                  int64_t ldc, float *pack, int indirect)
 {
     int len[MOST_PIECES];
-    rows_call rc = {bl, indirect, 0, 0, len, (const float **)(void *)pack, 0};
+    rows_call rc = {bl, indirect, 0, 0, len, NULL, 0, 0};
     const int64_t mc = indirect ? cg_rows_tile_most(bl, 0) : bl->mc;
     for (int64_t ic = 0; ic < m; ic += mc) {
         rc.mb = min64(mc, m - ic);
@@ -284,7 +309,7 @@ static void product_b_as_it_goes(const cg_gemm_blocking *bl, int64_t m, int64_t 
             for (int64_t pc = 0; pc < k; pc += bl->kc) {
                 const int64_t kb = min64(bl->kc, k - pc);
                 if (indirect)
-                    rc.pieces = indirect_rows(a, ic, rc.mb, pc, kb, len, rc.ptr, &rc.padded);
+                    indirect_pieces(a, ic, pc, kb, &rc, pack);
                 else
                     pack_a(bl, a, ic, rc.mb, pc, kb, pack);
                 cg_pack_panels(b->src + first * b->ld + pc, (size_t)b->ld, 1, (int)cols, (int)kb,
@@ -325,7 +350,7 @@ void cg_gemm_rows(const cg_gemm_blocking *blocking, int64_t m, int64_t n, int64_
         return;
     }
     int len[MOST_PIECES];
-    rows_call rc = {bl, indirect, 0, 0, len, (const float **)(void *)pack, 0};
+    rows_call rc = {bl, indirect, 0, 0, len, NULL, 0, 0};
     /* B in L2 already: the calls ask for the caller's next rows instead
      * (at most MOST_AHEAD_BYTES), a share each (a call's rows are read from
      * memory once, by the first micro-panel's calls, and would wait on it
@@ -343,7 +368,7 @@ void cg_gemm_rows(const cg_gemm_blocking *blocking, int64_t m, int64_t n, int64_
             const int64_t kb = min64(bl->kc, k - pc);
             const float *bp = b->packed + pc * np;
             if (indirect)
-                rc.pieces = indirect_rows(a, ic, rc.mb, pc, kb, len, rc.ptr, &rc.padded);
+                indirect_pieces(a, ic, pc, kb, &rc, pack);
             else
                 pack_a(bl, a, ic, rc.mb, pc, kb, pack);
             for (int64_t jr = j_first; jr < j_last; jr += bl->nr) {
