@@ -1174,11 +1174,10 @@ static int64_t padded_rows(const cg_plan *p, int64_t count)
 /* The rows of a tile for forward_padded, over `pad` (padded_rows rows):
  * segment kh of pixel t, its kernel row in a padded copy of input row iy
  * (the zero row where iy is outside x), starts at at[kh * count + t] (the
- * driver's cg_rows_matrix.rows: the kernel reads them as they are, where
- * tables of at, lo and hi were made into pointers a tile, 21 entries and 7
- * pointers an output pixel of the stem). An input row the output row before
- * also read keeps its copy (the stem's 7 kernel rows at stride 2: 2 copies
- * an output row, not 7). */
+ * driver's cg_rows_matrix.rows, which the kernel reads as they are: no
+ * tables to turn into pointers each block). An input row the output row
+ * before also read keeps its copy (the stem's 7 kernel rows at stride 2: 2
+ * copies an output row, not 7). */
 static void padded_rows_of(const job *jb, const tile *tl, float *pad, const float **at)
 {
     const cg_plan *p = &jb->plan;

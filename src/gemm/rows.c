@@ -134,10 +134,12 @@ static int indirect_rows(const cg_rows_matrix *a, int64_t r0, int64_t mb, int64_
         len[q] = (int)(c1 - c0);
         for (int64_t r = 0; r < mb; r++) {
             const int64_t e = s * a->apart + r0 + r;
-            const int inside = a->rows || (a->lo[e] <= col && col + len[q] <= a->hi[e]);
-            ptr[q * mb + r] = a->rows  ? a->rows[e] + col
-                              : inside ? a->src + a->at[e] + col
-                                       : zero_row;
+            if (a->rows) { /* every segment inside */
+                ptr[q * mb + r] = a->rows[e] + col;
+                continue;
+            }
+            const int inside = a->lo[e] <= col && col + len[q] <= a->hi[e];
+            ptr[q * mb + r] = inside ? a->src + a->at[e] + col : zero_row;
             outside |= !inside;
         }
         c0 = c1;
