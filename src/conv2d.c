@@ -974,9 +974,17 @@ static void rows_product(const job *jb, const float *src, const int64_t *tab, in
 {
     const int64_t e = segments * count;
     for (int64_t g = 0; g < jb->plan.groups; g++) {
-        const cg_rows_matrix a = {src,     tab,        tab + e, tab + 2 * e,
-                                  count,   seg_len,    piece,   g * group_cols,
-                                  next.at, next.bytes, sorted,  NULL};
+        const cg_rows_matrix a = {.src = src,
+                                  .at = tab,
+                                  .lo = tab + e,
+                                  .hi = tab + 2 * e,
+                                  .apart = count,
+                                  .seg_len = seg_len,
+                                  .piece = piece,
+                                  .col0 = g * group_cols,
+                                  .next = next.at,
+                                  .next_bytes = next.bytes,
+                                  .skips_padding = sorted};
         cg_rows_b bg = *b;
         if (bg.packed)
             bg.packed += g * b_group;
@@ -1271,6 +1279,8 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
     kernel_taps(p, ints, ints + p->kernel_h, &ah, &aw);
     tile_order order = tile_order_at(ints + p->kernel_h + p->kernel_w, tab_ints, tile_rows, sorts,
                                      ah, aw, p->in_h, p->in_w, p->out_h, p->out_w);
+    /* forward_padded's tiles keep their rows' pointers where the others keep tables */
+    const float **const padded_at = (const float **)(void *)order.tab;
     const geometry gx = geometry_of(0, p->cin, p->in_h, p->in_w);
     const int64_t plane = p->out_h * p->out_w;
     tile_queue queue = tile_queue_of(
@@ -1285,7 +1295,7 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
         float *y = jb->out + row * p->cout;
         if (order.made != row && padded) { /* and the padded copies */
             const int64_t packing = cg_trace_inner_start();
-            padded_rows_of(jb, &tl, pad, (const float **)(void *)order.tab);
+            padded_rows_of(jb, &tl, pad, padded_at);
             cg_trace_inner_end(packing);
             order.made = row;
         } else if (order.made != row) {
@@ -1293,10 +1303,8 @@ static cg_status forward_rows_core(job *jb, int rank, cg_error *err)
             order_tile(&order, &tl, segments, row);
         }
         if (padded) { /* whole kernel rows of the padded copies: a piece each */
-            const cg_rows_matrix a = {.apart = tl.count,
-                                      .seg_len = seg_len,
-                                      .piece = seg_len,
-                                      .rows = (const float *const *)(void *)order.tab};
+            const cg_rows_matrix a = {
+                .apart = tl.count, .seg_len = seg_len, .piece = seg_len, .rows = padded_at};
             cg_gemm_rows(bl, tl.count, p->cout_g, k, &a, &b, mine.first, mine.last, 0.0f, jb->bias,
                          y, p->cout, mem);
         } else {
@@ -1869,9 +1877,13 @@ static void data_band(const job *jb, int64_t n, int64_t h0, int64_t h1, int64_t 
             tab[count + t] = 0;
             tab[2 * count + t] = p->cout;
         }
-        const cg_rows_matrix a = {jb->in0, tab,     tab + count, tab + 2 * count,
-                                  count,   p->cout, p->cout,     0,
-                                  NULL,    0,       0,           NULL};
+        const cg_rows_matrix a = {.src = jb->in0,
+                                  .at = tab,
+                                  .lo = tab + count,
+                                  .hi = tab + 2 * count,
+                                  .apart = count,
+                                  .seg_len = p->cout,
+                                  .piece = p->cout};
         const panels cols = all_panels(p->row_len);
         const cg_rows_b packed = {.packed = b, .parts = 1, .kc = cg_gemm_blocking_here()->kc};
         cg_gemm_rows(cg_gemm_blocking_here(), count, p->row_len, p->cout, &a, &packed, cols.first,
