@@ -2042,12 +2042,16 @@ static cg_status bias_core(job *jb, int rank, cg_error *err)
 
 /* ---- depthwise NHWC: vectors of channels, no GEMM --------------------- */
 
-/* One input and one output channel per group: a GEMM per group would be a
- * dot product of `taps` terms, so the pixels are walked directly, each tap a
- * multiply-add over the channel vector, with w as [tap][channel]. */
+/* One input channel per group, and one output channel or a few (the
+ * channel multiplier m, where the groups fill the kernels' vectors:
+ * cg_depthwise_kernels_take): a GEMM per group would be a dot product of `taps`
+ * terms, so the pixels are walked directly, each tap a multiply-add over
+ * the output channels' vector, with w as [tap][channel]. With m > 1 the
+ * forward reads x's rows with each channel repeated m times (dw_repeats),
+ * and the input gradient sums each group's m channels of its products. */
 static int depthwise_nhwc(const job *jb)
 {
-    return !jb->nchw && jb->plan.cin_g == 1 && jb->plan.cout_g == 1;
+    return !jb->nchw && cg_depthwise_kernels_take(&jb->plan);
 }
 
 /* NHWC groups of a few channels, as many in as out: the forward and the
@@ -2194,28 +2198,96 @@ static void plan_next_row(cg_tile_prefetch *ask, const dw_axis *v, const float *
     *asked = jump ? bottom : max64(*asked, bottom);
 }
 
-/* The depthwise (one channel a group) forward, or input gradient of stride
- * 1, over output pixels [first, last) of `total`, out_h x out_w images: each output
+/* The channel multiplier's rows (depthwise_nhwc with m > 1): the
+ * forward's source rows with each channel repeated m times, in `slots`
+ * rows (tags: the source row each holds, -1: none), so that a row the
+ * next output row reads again is made once; the input gradient's products
+ * of an output row, each group's m then summed into dx. */
+typedef struct dw_repeats {
+    int64_t m, slots;
+    float *rows;
+    int64_t *tags;
+} dw_repeats;
+
+/* dst[i * m + j] = s[i], i < n, j < m; loops of a constant m for 2 and 4,
+ * which the compiler vectorises (the general one was 3x the kernel's time). */
+static void repeat_each(float *restrict dst, const float *restrict s, int64_t n, int64_t m)
+{
+    if (m == 2) {
+        for (int64_t i = 0; i < n; i++)
+            dst[2 * i] = dst[2 * i + 1] = s[i];
+    } else if (m == 4) {
+        for (int64_t i = 0; i < n; i++)
+            dst[4 * i] = dst[4 * i + 1] = dst[4 * i + 2] = dst[4 * i + 3] = s[i];
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < m; j++)
+                dst[i * m + j] = s[i];
+    }
+}
+
+/* Source row `row` (image * len + y) of src (pixels of c / m channels, len
+ * a row), each channel repeated m times, from its slot. */
+static const float *repeated_row(const dw_repeats *r, const float *src, int64_t row, int64_t len,
+                                 int64_t c)
+{
+    const int64_t slot = row % r->slots;
+    float *dst = r->rows + slot * len * c;
+    if (r->tags[slot] != row) {
+        repeat_each(dst, src + row * len * (c / r->m), len * (c / r->m), r->m);
+        r->tags[slot] = row;
+    }
+    return dst;
+}
+
+/* dx's pixels [0, count) = the sums of each group's m products in t, in
+ * order; a constant m for 2 and 4, as repeat_each. */
+static void sum_groups(float *restrict dx, const float *restrict t, int64_t count, int64_t groups,
+                       int64_t m)
+{
+    const int64_t n = count * groups;
+    if (m == 2) {
+        for (int64_t i = 0; i < n; i++)
+            dx[i] = t[2 * i] + t[2 * i + 1];
+    } else if (m == 4) {
+        for (int64_t i = 0; i < n; i++)
+            dx[i] = ((t[4 * i] + t[4 * i + 1]) + t[4 * i + 2]) + t[4 * i + 3];
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            float sum = t[i * m];
+            for (int64_t j = 1; j < m; j++)
+                sum += t[i * m + j];
+            dx[i] = sum;
+        }
+    }
+}
+
+/* The depthwise (one input channel a group) forward, or input gradient of
+ * stride 1, over output pixels [first, last) of `total`, out_h x out_w images: each output
  * row's pixels whose taps are all inside as one run of the dwconv_run
  * kernel, the others (by the edges) a run each, through their inside taps;
  * `rows` holds 2 * kernel_h pointers: a run's rows, and the source lines of
  * the output row's kernel rows. The last row asks for the rows of pixel
- * `then`'s (the core's next piece); *asked: the last source row asked for. */
+ * `then`'s (the core's next piece); *asked: the last source row asked for.
+ * `rep`: the multiplier's rows (NULL where it is 1). */
 static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, const float *src,
                            const float *init, int64_t out_h, int64_t out_w, const float *by_tap,
-                           const float **rows, int64_t first, int64_t last, int64_t then,
-                           int64_t *asked)
+                           const float **rows, const dw_repeats *rep, int64_t first, int64_t last,
+                           int64_t then, int64_t *asked)
 {
-    const int64_t c = jb->plan.cout, total = jb->plan.batch * out_h * out_w;
+    const int forward = jb->op == CG_CONV2D_FORWARD;
+    const int64_t m = rep ? rep->m : 1, c = jb->plan.cout, total = jb->plan.batch * out_h * out_w;
+    const int64_t src_c = forward ? c / m : c, out_c = forward ? c : c / m; /* a pixel's */
+    const int summed = rep && !forward; /* the products in rep->rows first */
     int64_t in_lo, in_hi;
     axis_inside(h, out_w, &in_lo, &in_hi);
     const float **line = rows + v->taps;
-    const int64_t row_floats = h->len * c;
+    const int64_t row_floats = h->len * src_c;
     /* an output larger than the last-level cache (at most 16 MiB of it:
      * kernels/context.c) goes to memory whatever reads it next: written
      * past the caches, it is not read in first */
     const int stream =
-        jb->plan.batch * out_h * out_w * c * (int64_t)sizeof(float) > cg_kernels()->stream_bytes;
+        !summed && total * out_c * (int64_t)sizeof(float) > cg_kernels()->stream_bytes;
     for (int64_t at = first; at < last;) { /* a piece of an output row */
         const int64_t image = at / (out_h * out_w), oy = at / out_w % out_h, ox0 = at % out_w;
         const int64_t ox1 = min64(out_w, ox0 + last - at);
@@ -2226,8 +2298,13 @@ static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, co
                       next >= last && then != last, blocks, asked);
         for (int64_t kh = 0; kh < v->taps; kh++) {
             const int64_t sy = oy * v->step + kh * v->tap + v->off;
-            line[kh] = sy >= 0 && sy < v->len ? src + (image * v->len + sy) * h->len * c : NULL;
+            line[kh] = sy < 0 || sy >= v->len ? NULL
+                       : rep != NULL && forward
+                           ? repeated_row(rep, src, image * v->len + sy, h->len, c)
+                           : src + (image * v->len + sy) * h->len * c;
         }
+        float *out = jb->out + ((image * out_h + oy) * out_w + ox0) * out_c;
+        float *products = summed ? rep->rows : out;
         const int64_t inside0 = in_lo < ox0 ? ox0 : in_lo > ox1 ? ox1 : in_lo;
         const int64_t inside1 = in_hi < inside0 ? inside0 : in_hi > ox1 ? ox1 : in_hi;
         for (int64_t ox = ox0; ox < ox1;) {
@@ -2249,10 +2326,11 @@ static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, co
                                        .tap_step = h->tap * c,
                                        .ask = &ask,
                                        .stream = stream};
-            cg_kernels()->dwconv_run(jb->out + ((image * out_h + oy) * out_w + ox) * c, init, &run,
-                                     by_tap, end - ox, c);
+            cg_kernels()->dwconv_run(products + (ox - ox0) * c, init, &run, by_tap, end - ox, c);
             ox = end;
         }
+        if (summed)
+            sum_groups(out, products, ox1 - ox0, out_c, m);
         at += ox1 - ox0;
     }
 }
@@ -2349,12 +2427,13 @@ static void data_by_pixels(const job *jb, const float *by_tap, const float **row
 
 /* The depthwise input gradient of a stride over 1, for input pixels [first,
  * last): each pixel through the taps of its class (weights_by_class); `rows`
- * holds a pointer a tap. */
-static void data_by_classes(const job *jb, const float *by_class, const float **rows, int64_t first,
-                            int64_t last)
+ * holds a pointer a tap; `rep`: the multiplier's products (NULL where it is
+ * 1). */
+static void data_by_classes(const job *jb, const float *by_class, const float **rows,
+                            const dw_repeats *rep, int64_t first, int64_t last)
 {
     const cg_plan *p = &jb->plan;
-    const int64_t c = p->cout, plane = p->in_h * p->in_w;
+    const int64_t c = p->cout, plane = p->in_h * p->in_w, m = p->cout_g;
     for (int64_t pixel = first; pixel < last;) { /* a piece of an input row */
         const int64_t n = pixel / plane, ih = pixel % plane / p->in_w, iw0 = pixel % p->in_w;
         const int64_t iw1 = min64(p->in_w, iw0 + last - pixel), a = ih % p->stride_h;
@@ -2378,8 +2457,11 @@ static void data_by_classes(const job *jb, const float *by_class, const float **
                 }
             }
             const int64_t first_tap = rows_before * p->kernel_w + rows_a * cols_before;
-            cg_kernels()->dwconv_pixel(jb->out + (pixel + iw - iw0) * c, NULL, rows,
-                                       by_class + first_tap * c, t, c);
+            float *out = jb->out + (pixel + iw - iw0) * (c / m);
+            cg_kernels()->dwconv_pixel(rep ? rep->rows : out, NULL, rows, by_class + first_tap * c,
+                                       t, c);
+            if (rep)
+                sum_groups(out, rep->rows, 1, c / m, m);
         }
         pixel += iw1 - iw0;
     }
@@ -2405,13 +2487,26 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
     cg_split_range(pieces, rank, jb->members, &first, &last);
     const int some = first < last; /* a core with no range of its own leaves the pieces to
                                       the others; pointers are int64-sized here */
-    const int64_t weights = p->taps * p->cin_g * p->cout;
+    const int64_t weights = round_up(p->taps * p->cin_g * p->cout, LINE_FLOATS);
     /* a pointer a tap for each pixel of a call, or a run's 2 x kernel_h */
     const int64_t pointers = max64(p->taps * pixels_a_call(p), 2 * p->kernel_h);
-    if (core_scratch(jb, some ? pointers : 0, some ? weights : 0, &rows, &by_tap, err) != CG_OK)
+    /* the multiplier's rows: the forward's repeated source rows (enough
+     * slots for an output row's kernel rows), the input gradient's products
+     * of a row */
+    const int64_t m = p->cin_g == 1 ? p->cout_g : 1;
+    dw_repeats rep = {m, m > 1 && forward ? (p->kernel_h - 1) * p->dil_h + 1 : 0, NULL, NULL};
+    const int64_t rep_floats = m == 1    ? 0
+                               : forward ? rep.slots * p->in_w * p->cout
+                                         : width * p->cout;
+    if (core_scratch(jb, some ? pointers + rep.slots : 0, some ? weights + rep_floats : 0, &rows,
+                     &by_tap, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     if (!some)
         return CG_OK;
+    rep.rows = by_tap + weights;
+    rep.tags = rows + pointers;
+    for (int64_t s = 0; s < rep.slots; s++)
+        rep.tags[s] = -1; /* x is the call's */
     cg_trace_mark since = cg_trace_start();
     const int by_class = p->cin_g == 1 && !forward && (p->stride_h > 1 || p->stride_w > 1);
     if (by_class)
@@ -2436,11 +2531,11 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
             asked = source_row(&v, height, width, at, 1);
         if (runs)
             depthwise_runs(jb, &v, &h, jb->in0, forward ? jb->bias : NULL, height, width, by_tap,
-                           ptrs, at, end, then, &asked);
+                           ptrs, m > 1 ? &rep : NULL, at, end, then, &asked);
         else if (forward)
             forward_by_pixels(jb, by_tap, ptrs, at, end);
         else if (by_class)
-            data_by_classes(jb, by_tap, ptrs, at, end);
+            data_by_classes(jb, by_tap, ptrs, m > 1 ? &rep : NULL, at, end);
         else
             data_by_pixels(jb, by_tap, ptrs, at, end);
         t = next;

@@ -100,12 +100,13 @@ static cg_dw_block whole_dw(const cg_plan *p)
     return (cg_dw_block){0, p->groups, 0, p->cout_g, 0, p->row_len};
 }
 
-/* Channels a depthwise block (its accumulators near the target size). */
+/* Channels a depthwise block (its accumulators near the target size),
+ * whole groups. */
 static int64_t depthwise_block(const cg_plan *p)
 {
     int64_t block = DEPTHWISE_ACC_TARGET_BYTES / (int64_t)sizeof(float) / p->taps;
-    block = min64(block, min64(p->cout, CG_DEPTHWISE_MAX_BLOCK));
-    return block < 1 ? 1 : block;
+    block = min64(block, min64(p->cout, CG_DEPTHWISE_MAX_BLOCK)) / p->cout_g * p->cout_g;
+    return block < p->cout_g ? p->cout_g : block;
 }
 
 /* Rows a pass of the general path: one number for the shape, whichever
@@ -126,8 +127,8 @@ static int64_t pass_rows(const cg_weights_call *c, int64_t slices)
  * dw, which for a dw larger than L2 is 5-10% of the call. */
 static float *direct_out(const cg_weights_call *c)
 {
-    const int direct =
-        c->plan.dtype_size == sizeof(float) && c->bias == NULL && c->plan.path != CG_PATH_DEPTHWISE;
+    const int direct = c->plan.dtype_size == sizeof(float) && c->bias == NULL &&
+                       !cg_depthwise_kernels_take(&c->plan);
     return direct ? (float *)c->out_dw : NULL;
 }
 
@@ -191,7 +192,7 @@ static int whole_into_out(const cg_weights_call *c, const share *s)
 static int64_t slices_pack_floats(const cg_plan *p, int64_t kc)
 {
     const cg_dw_block all = whole_dw(p);
-    return p->path == CG_PATH_DEPTHWISE ? p->taps * depthwise_block(p)
+    return cg_depthwise_kernels_take(p) ? p->taps * depthwise_block(p)
                                         : cg_general_scratch_floats(p, kc, &all);
 }
 
@@ -201,7 +202,7 @@ static int64_t slices_pack_floats(const cg_plan *p, int64_t kc)
  * cut changes no element's sum, so the bits stay those of a core a slice. */
 static int slices_in_teams(const cg_plan *p, int64_t slices, int members)
 {
-    return members > slices && p->path != CG_PATH_DEPTHWISE;
+    return members > slices && !cg_depthwise_kernels_take(p);
 }
 
 /* The first core of slice i's team. */
@@ -280,7 +281,7 @@ static int columns_in_turn(const cg_weights_call *c, const share *s)
  * as much again as the weight gradient alone, r50_1x1_56's 15% more. */
 static int slice_sums_db(const cg_weights_call *c, const share *s)
 {
-    return c->out_db && !s->in_team && (s->slices > 1 || c->plan.path == CG_PATH_DEPTHWISE);
+    return c->out_db && !s->in_team && (s->slices > 1 || cg_depthwise_kernels_take(&c->plan));
 }
 
 static share plan_share(const cg_weights_call *c, int rank, int members)
@@ -373,7 +374,7 @@ static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, int64
     int64_t r0, r1;
     cg_split_range(p->rows, (int)i, (int)s->slices, &r0, &r1);
     double *db_sums = slice_sums_db(c, s) ? db_slot(c, s, k, scratch) : NULL;
-    if (p->path == CG_PATH_DEPTHWISE) {
+    if (cg_depthwise_kernels_take(p)) {
         const int64_t block = depthwise_block(p);
         for (int64_t c0 = 0; c0 < p->cout; c0 += block)
             cg_depthwise_rows(p, c->dy, c->x, c0, min64(p->cout, c0 + block), r0, r1, scratch,

@@ -211,6 +211,13 @@ cg_status cg_plan_make(const ConvParameter *p, size_t dtype_size, cg_plan *plan)
     return cg_plan_check(p, dtype_size, &cg_operator_words, plan, NULL);
 }
 
+int cg_depthwise_kernels_take(const cg_plan *plan)
+{
+    return plan->cin_g == 1 &&
+           (plan->cout_g == 1 || (plan->cout_g <= CG_DEPTHWISE_MOST_MULTIPLIER &&
+                                  plan->groups >= CG_DEPTHWISE_LEAST_GROUPS));
+}
+
 const char *cg_path_name(cg_path path)
 {
     switch (path) {
@@ -333,7 +340,7 @@ int cg_split_by_columns(const cg_plan *plan)
     /* by slices wherever 4 or more fit the cheap budget: each core then
      * packs only its own rows, where by columns every core packs all of dy
      * and all the rows of x that its columns reach */
-    return plan->path != CG_PATH_DEPTHWISE && cg_column_units(plan) >= COLUMN_UNITS_LEAST &&
+    return !cg_depthwise_kernels_take(plan) && cg_column_units(plan) >= COLUMN_UNITS_LEAST &&
            slices_within(plan, SLICES_CHEAP_BYTES) < 4;
 }
 

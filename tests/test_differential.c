@@ -30,8 +30,8 @@ typedef enum {
     F_1X1,         /* Kh == Kw == 1, no pads, stride 1, dilation 1, group 1 */
     F_GENERAL,     /* group 1, any kernel/stride/dilation/pads */
     F_GROUPED,     /* 1 < G, Ci' and Co' small */
-    F_DEPTH_MULT,  /* G == Cin, Cout = m * Cin */
-    F_DW_DILATED,  /* depthwise-looking but dilation > 1: general path */
+    F_DEPTH_MULT,  /* G == Cin, Cout = m * Cin (32 groups or more: the depthwise kernels) */
+    F_DW_DILATED,  /* depthwise but dilation > 1: the contract's general path */
     F_NEAR_1X1,    /* 1x1 kernel with one deviation (stride, pad, group): general */
     F_STRIDE_GT_K, /* stride larger than the kernel */
     F_ODD_OUTPUT,  /* any path, output_h_/output_w_ not the forward formula */
@@ -103,9 +103,10 @@ static void draw_shape(cgt_rng *r, family f, cgt_shape *s)
         break;
     }
     case F_DEPTH_MULT: {
-        const int c = cgt_rng_pick(r, SMALL_CHANS, NSMALL);
+        const int many = cgt_rng_int(r, 0, 2) == 0; /* enough groups for the depthwise kernels */
+        const int c = many ? cgt_rng_int(r, 32, 40) : cgt_rng_pick(r, SMALL_CHANS, NSMALL);
         s->g = s->cin = c;
-        s->cout = c * cgt_rng_int(r, 2, 4);
+        s->cout = c * (many && cgt_rng_int(r, 0, 3) == 0 ? 8 : cgt_rng_int(r, 2, 4));
         spatial(r, s, 8);
         cgt_draw_kernel_geom(r, s, 4, 2, 2, 2);
         pick_output(r, s, 15);

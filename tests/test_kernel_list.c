@@ -564,7 +564,8 @@ static void dwconv_rows_oracle(const cg_plan *p, const void *dy, const void *x, 
                 for (int64_t c = c_first; c < c_last; c++) {
                     double term =
                         element(dy, row * p->cout + c, p->dtype_size) *
-                        element(x, ((n * p->in_h + iy) * p->in_w + ix) * p->cin + c, p->dtype_size);
+                        element(x, ((n * p->in_h + iy) * p->in_w + ix) * p->cin + c / p->cout_g,
+                                p->dtype_size);
                     int64_t at = (c - c_first) * p->taps + kh * p->kernel_w + kw;
                     want[at] += term;
                     abs_sum[at] += fabs(term);
@@ -594,7 +595,8 @@ static void check_dwconv_shape(cg_dwconv_rows_fn *fn, const char *name, const cg
     /* a core's share that starts and ends mid-image; channels from 0, or a
      * block from inside */
     const int64_t first = plan.rows / 3, last = plan.rows - plan.rows / 5;
-    const int64_t c_first = sub_range ? plan.cout / 3 : 0, c_last = plan.cout;
+    const int64_t c_first = sub_range ? plan.cout / 3 / plan.cout_g * plan.cout_g : 0,
+                  c_last = plan.cout; /* whole groups */
     const int64_t out_n = (c_last - c_first) * plan.taps;
     float *acc = malloc(sizeof(float) * (size_t)out_n),
           *got = malloc(sizeof(float) * (size_t)(out_n + 1));
@@ -666,7 +668,7 @@ static void check_dwconv(cg_dwconv_rows_fn *fn, const char *name, int nr, int an
     /* more output pixels than a kernel's tile, so sums rest and resume (the
      * 3x3 kernels then ask for the next tile's lines: stride 2, every
      * channel); for kernels of every size, also a 5x2 kernel, dilated and
-     * strided */
+     * strided, and channel multipliers 2 (dilated), 3 and 8 (strided) */
     const cgt_shape more[] = {
         {.n = 3,
          .h = 23,
@@ -707,11 +709,50 @@ static void check_dwconv(cg_dwconv_rows_fn *fn, const char *name, int nr, int an
          .pu = 2,
          .pd = 1,
          .pl = 1},
+        {.n = 2,
+         .h = 10,
+         .w = 9,
+         .cin = 13,
+         .cout = 26,
+         .kh = 3,
+         .kw = 3,
+         .g = 13,
+         .dh = 2,
+         .dw = 2,
+         .pu = 2,
+         .pd = 2,
+         .pl = 2,
+         .pr = 2},
+        {.n = 2,
+         .h = 9,
+         .w = 8,
+         .cin = 24,
+         .cout = 72,
+         .kh = 3,
+         .kw = 2,
+         .g = 24,
+         .pu = 1,
+         .pl = 1},
+        {.n = 3,
+         .h = 8,
+         .w = 7,
+         .cin = 5,
+         .cout = 40,
+         .kh = 3,
+         .kw = 3,
+         .g = 5,
+         .sh = 2,
+         .sw = 2,
+         .pu = 1,
+         .pd = 1,
+         .pl = 1,
+         .pr = 1},
     };
     /* x 16 bytes past a line, as large malloc blocks and NumPy arrays are
      * (80 channels: every pixel alike on the lines) */
     check_dwconv_shape(fn, name, &more[1], 4, 0, 16, &rng);
-    for (int i = 0; i < (any_size ? 3 : 2); i++) {
+    const int shapes = any_size ? (int)(sizeof more / sizeof *more) : 2;
+    for (int i = 0; i < shapes; i++) {
         check_dwconv_shape(fn, name, &more[i], 4, i == 2, 0, &rng);
         check_dwconv_shape(fn, name, &more[i], 2, i == 0, 0, &rng);
     }

@@ -38,7 +38,7 @@ typedef enum {
     F_WIDE,      /* rows of dw long enough that cores share its columns */
     F_1X1,       /* 1x1, group 1 */
     F_STEM,      /* one to four input channels, large kernels, stride 2 */
-    F_DEPTHWISE, /* depthwise, dilation 1 */
+    F_DEPTHWISE, /* depthwise; now and then a multiplier (32 groups or more) or dilation 2 */
     F_GROUPED,   /* a few channels a group */
     F_DILATED,   /* any group, dilation > 1 */
     F_LONG,      /* many rows of the sum: the longest sums, cut the most */
@@ -89,10 +89,18 @@ static void draw_shape(cgt_rng *r, family f, cgt_shape *s)
         s->h = cgt_rng_int(r, 8, 24);
         s->w = cgt_rng_int(r, 8, 24);
         break;
-    case F_DEPTHWISE:
+    case F_DEPTHWISE: {
+        static const int mults[] = {2, 3, 4, 8};
         s->cin = s->cout = s->g = pick(r, chans, 12);
+        if (cgt_rng_chance(r, 20)) { /* the depthwise kernels take it with 32 groups or more */
+            s->cin = s->g = cgt_rng_int(r, 32, 40);
+            s->cout = s->cin * pick(r, mults, 4);
+        }
         cgt_draw_kernel_geom(r, s, 5, 2, 1, 2);
+        if (cgt_rng_chance(r, 20))
+            s->dh = 2;
         break;
+    }
     case F_GROUPED: {
         static const int gs[] = {2, 3, 4, 8, 16};
         s->g = pick(r, gs, 5);

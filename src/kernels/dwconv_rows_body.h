@@ -17,14 +17,20 @@ CG_INLINE_BODY void cg_multiply_add(float *restrict acc, const float *restrict d
         acc[c] += dy[c] * x[c];
 }
 
-/* cg_dwconv_rows_fn's contract (kernels/list.h), for every kernel size. */
+/* cg_dwconv_rows_fn's contract (kernels/list.h), for every kernel size and
+ * multiplier m: each row's dy is split into m planes (plane j: output
+ * channel j of every group) once a row, so that a tap is m multiply-adds
+ * over x's contiguous input channels, where expanding x (each input channel
+ * m times) would cost a copy a tap; acc[(tap * m + j) * groups + g]. */
 CG_INLINE_BODY void cg_dwconv_rows_body(const cg_plan *plan, const void *dy, const void *x,
                                         int64_t c_first, int64_t c_last, int64_t first,
                                         int64_t last, float *acc, float *dst, double *db_sums)
 {
-    const int64_t channels = c_last - c_first, taps = plan->taps;
+    const int64_t channels = c_last - c_first, taps = plan->taps, m = plan->cout_g;
+    const int64_t groups = channels / m;
     const int fp32 = plan->dtype_size == sizeof(float);
     float dy_floats[CG_DEPTHWISE_MAX_BLOCK], x_floats[CG_DEPTHWISE_MAX_BLOCK];
+    float planes[CG_DEPTHWISE_MAX_BLOCK];
     memset(acc, 0, (size_t)(taps * channels) * sizeof(float));
     if (db_sums)
         memset(db_sums, 0, (size_t)channels * sizeof(double));
@@ -38,22 +44,30 @@ CG_INLINE_BODY void cg_dwconv_rows_body(const cg_plan *plan, const void *dy, con
         if (db_sums)
             for (int64_t c = 0; c < channels; c++)
                 db_sums[c] += dy_row[c];
+        if (m > 1) {
+            for (int64_t g = 0; g < groups; g++)
+                for (int64_t j = 0; j < m; j++)
+                    planes[j * groups + g] = dy_row[g * m + j];
+            dy_row = planes;
+        }
         for (int64_t kh = 0; kh < plan->kernel_h; kh++)
             for (int64_t kw = 0; kw < plan->kernel_w; kw++) {
-                int64_t at = cg_x_index(plan, &px, kh, kw, c_first);
+                int64_t at = cg_x_index(plan, &px, kh, kw, c_first / m);
                 if (at < 0)
                     continue;
                 const float *x_row = x_floats;
                 if (fp32)
                     x_row = (const float *)x + at;
                 else
-                    cg_load_floats(x_floats, x, at, channels, 2);
-                cg_multiply_add(acc + (kh * plan->kernel_w + kw) * channels, dy_row, x_row,
-                                channels);
+                    cg_load_floats(x_floats, x, at, groups, 2);
+                for (int64_t j = 0; j < m; j++)
+                    cg_multiply_add(acc + ((kh * plan->kernel_w + kw) * m + j) * groups,
+                                    dy_row + j * groups, x_row, groups);
             }
     }
-    for (int64_t c = 0; c < channels; c++) /* tap-major sums -> dw rows [c][tap] */
-        for (int64_t tap = 0; tap < taps; tap++)
-            dst[c * taps + tap] = acc[tap * channels + c];
+    for (int64_t g = 0; g < groups; g++) /* tap-major sums -> dw rows [c][tap] */
+        for (int64_t j = 0; j < m; j++)
+            for (int64_t tap = 0; tap < taps; tap++)
+                dst[(g * m + j) * taps + tap] = acc[(tap * m + j) * groups + g];
 }
 #endif

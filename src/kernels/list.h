@@ -121,15 +121,17 @@ typedef void cg_gemm_panel_packing_fn(int m, int n, int k, const float *a, float
 typedef void cg_pack_transposed_fn(float *dst, int64_t mr, int64_t m, int64_t n, const float *src,
                                    const cg_pack_rows *rows, int64_t a);
 
-/* Depthwise weight gradient over rows [first, last) of the sum, channels
- * [c_first, c_last): dst[c - c_first][tap] = sum of dy[row][c] *
- * x[in(row, tap)][c]; fp32 or fp16 tensors as plan->dtype_size says. `acc`
+/* Depthwise weight gradient over rows [first, last) of the sum, output
+ * channels [c_first, c_last): dst[c - c_first][tap] = sum of dy[row][c] *
+ * x[in(row, tap)][c / m], m = plan->cout_g (the channel multiplier; 1: one
+ * output channel an input channel; c_first and c_last multiples of m); fp32 or fp16 tensors as
+ * plan->dtype_size says. `acc`
  * holds taps * (c_last - c_first) floats. With db_sums (fp32 only; NULL:
  * none), also the bias gradient's sums while dy is in cache:
  * db_sums[c - c_first] = the sum of dy[row][c] over the rows, from zero in
  * row order (one chain of double adds: cg_sum_rows_fn's bits).
- * dwconv_rows kernels serve every kernel size, dwconv3x3_rows kernels 3x3
- * only. */
+ * dwconv_rows kernels serve every kernel size, dilation and multiplier,
+ * dwconv3x3_rows kernels 3x3 of dilation 1 and multiplier 1 only. */
 typedef void cg_dwconv_rows_fn(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
                                int64_t c_last, int64_t first, int64_t last, float *acc, float *dst,
                                double *db_sums);
