@@ -2200,11 +2200,15 @@ static void plan_next_row(cg_tile_prefetch *ask, const dw_axis *v, const float *
 
 /* The channel multiplier's rows (depthwise_nhwc with m > 1): the
  * forward's source rows with each channel repeated m times, in `slots`
- * rows (tags: the source row each holds, -1: none), so that a row the
- * next output row reads again is made once; the input gradient's products
- * of an output row, each group's m then summed into dx. */
+ * rows (tags: the source row each holds, -1: none), a source row's slot its
+ * index modulo the kernel's span of rows, so that a row the next output row
+ * reads again is made once, or, where that span is far more rows than the
+ * kernel's (a large dilation), the kernel row's (`by_kernel_row`: made for
+ * each output row); the input gradient's products of an output row, each
+ * group's m then summed into dx. */
 typedef struct dw_repeats {
     int64_t m, slots;
+    int by_kernel_row;
     float *rows;
     int64_t *tags;
 } dw_repeats;
@@ -2227,11 +2231,11 @@ static void repeat_each(float *restrict dst, const float *restrict s, int64_t n,
 }
 
 /* Source row `row` (image * len + y) of src (pixels of c / m channels, len
- * a row), each channel repeated m times, from its slot. */
-static const float *repeated_row(const dw_repeats *r, const float *src, int64_t row, int64_t len,
-                                 int64_t c)
+ * a row), each channel repeated m times, from its slot (kernel row kh's). */
+static const float *repeated_row(const dw_repeats *r, const float *src, int64_t row, int64_t kh,
+                                 int64_t len, int64_t c)
 {
-    const int64_t slot = row % r->slots;
+    const int64_t slot = r->by_kernel_row ? kh : row % r->slots;
     float *dst = r->rows + slot * len * c;
     if (r->tags[slot] != row) {
         repeat_each(dst, src + row * len * (c / r->m), len * (c / r->m), r->m);
@@ -2300,7 +2304,7 @@ static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, co
             const int64_t sy = oy * v->step + kh * v->tap + v->off;
             line[kh] = sy < 0 || sy >= v->len ? NULL
                        : rep != NULL && forward
-                           ? repeated_row(rep, src, image * v->len + sy, h->len, c)
+                           ? repeated_row(rep, src, image * v->len + sy, kh, h->len, c)
                            : src + (image * v->len + sy) * h->len * c;
         }
         float *out = jb->out + ((image * out_h + oy) * out_w + ox0) * out_c;
@@ -2494,7 +2498,10 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
      * slots for an output row's kernel rows), the input gradient's products
      * of a row */
     const int64_t m = p->cin_g == 1 ? p->cout_g : 1;
-    dw_repeats rep = {m, m > 1 && forward ? (p->kernel_h - 1) * p->dil_h + 1 : 0, NULL, NULL};
+    const int64_t reach = (p->kernel_h - 1) * p->dil_h + 1; /* source rows an output row spans */
+    const int by_kernel_row = reach > 2 * p->kernel_h;
+    dw_repeats rep = {m, m > 1 && forward ? (by_kernel_row ? p->kernel_h : reach) : 0,
+                      by_kernel_row, NULL, NULL};
     const int64_t rep_floats = m == 1    ? 0
                                : forward ? rep.slots * p->in_w * p->cout
                                          : width * p->cout;

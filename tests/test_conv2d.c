@@ -133,6 +133,11 @@ static const shape SHAPES[] = {
      .cout = 132, .g = 33, .kh = 5, .kw = 3, .sh = 2, .sw = 1, .pt = 2, .pb = 2, .pl = 1, .pr = 1},
     {"depth multiplier 8, 34 groups, 3x3 stride 3", .n = 2, .h = 7, .w = 7, .cin = 34, .cout = 272,
      .g = 34, .kh = 3, .kw = 3, .sh = 3, .sw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
+    /* a dilation of 1.5e9 rows: only the middle kernel row meets the input (the
+     * forward's repeated rows by kernel row, not by a span of 3e9 rows) */
+    {"depth multiplier 2, 32 groups, dilation 1500000000 x 1", .n = 1, .h = 3, .w = 5, .cin = 32,
+     .cout = 64, .g = 32, .kh = 3, .kw = 3, .dh = 1500000000, .pt = 1500000000,
+     .pb = 1500000000, .pl = 1, .pr = 1},
     {"groups 2, dilation 2", .n = 2, .h = 9, .w = 8, .cin = 8, .cout = 6, .g = 2, .kh = 3, .kw = 3,
      .dh = 2, .dw = 2, .pt = 2, .pb = 2, .pl = 2, .pr = 2},
     {"groups 4, 3x2 dilation 2x1, asymmetric pads, batch 3", .n = 3, .h = 7, .w = 9, .cin = 16,
