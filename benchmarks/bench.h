@@ -194,10 +194,19 @@ double judged_ratio(const result *a, const result *b);
 /* ---- the training step: cg_conv2d_* against oneDNN's three primitives ---- */
 enum train_impl { TRAIN_CONVGRAD, TRAIN_ONEDNN, NTRAIN };
 /* The timed phases of one step. convgrad: cg_conv2d_forward (with bias),
- * cg_conv2d_backward_data, cg_conv2d_backward_weights_bias (dw and db);
- * oneDNN: forward_training (with bias), backward data, backward weights with
- * diff_bias (one primitive). */
-enum { PH_FWD, PH_BWD_DATA, PH_BWD_WEIGHTS, NPHASE };
+ * cg_conv2d_backward_data, cg_conv2d_backward_weights_bias (dw and db), and
+ * the whole backward in one call, cg_conv2d_backward (dx, dw and db); oneDNN:
+ * forward_training (with bias), backward data, backward weights with
+ * diff_bias (one primitive), and the whole backward: the two. The step is
+ * the forward and the whole backward: convgrad's bwd-d and bwd-w are timed
+ * alone, after its step's calls, for the phase table. */
+enum { PH_FWD, PH_BWD_DATA, PH_BWD_WEIGHTS, PH_BWD, NPHASE };
+
+/* A phase's FLOPs in convolutions' (the whole backward: two). */
+static inline double phase_convolutions(int phase)
+{
+    return phase == PH_BWD ? 2.0 : 1.0;
+}
 
 /* Medians of the timed (interleaved) rounds, and of the warm burst after them
  * (back-to-back steps, as the filter gradient's; warm_reps 0: none). */

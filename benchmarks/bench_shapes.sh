@@ -55,7 +55,7 @@ rows_without_shares() {
           !(v["pct_fma_limit"] + 0 > 0 && v["fma_limit_gflops"] + 0 > 0)) print f[1]
       if (kind == "training" && v["impl"] == "convgrad" &&
           !(v["fwd_pct_fma"] + 0 > 0 && v["bwd_data_pct_fma"] + 0 > 0 &&
-            v["bwd_weights_bias_pct_fma"] + 0 > 0 &&
+            v["bwd_weights_bias_pct_fma"] + 0 > 0 && v["bwd_pct_fma"] + 0 > 0 &&
             (v["warm_reps"] + 0 == 0 || v["warm_fwd_pct_fma"] + 0 > 0))) print f[1] }
     ' "$1"
 }

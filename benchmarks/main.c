@@ -31,9 +31,9 @@
  * A failed check is reported loudly and the exit status is 1.
  *
  * The training step (fp32): on every layer and mask, cg_conv2d_forward (with
- * bias) + cg_conv2d_backward_data + cg_conv2d_backward_weights_bias (the
- * weight and bias gradients in one pass over dy), timed as one step (and
- * per phase), against
+ * bias) + cg_conv2d_backward (dx, dw and db in one call), timed as one step
+ * (and per phase; cg_conv2d_backward_data and
+ * cg_conv2d_backward_weights_bias timed alone before it), against
  * oneDNN's forward_training (with bias), backward-data and backward-weights
  * (with diff_bias) primitives on as many threads, in the same interleaved
  * rounds: its runners take part in --train-reps of them (20 by default; at
@@ -871,29 +871,37 @@ static double run_train_once(runner *r, layer_ctx *c, double ph[NPHASE])
                 snprintf(r->failure, sizeof r->failure, "oneDNN training-step execution failed");
             return -1;
         }
-        return ph[PH_FWD] + ph[PH_BWD_DATA] + ph[PH_BWD_WEIGHTS];
+        ph[PH_BWD] = ph[PH_BWD_DATA] + ph[PH_BWD_WEIGHTS];
+        return ph[PH_FWD] + ph[PH_BWD];
     }
-    cg_status st[3];
+    /* the two backward phases alone, then the step (its backward right
+     * after its forward, as in a training loop; its outputs the last
+     * written, which the checks read) */
+    cg_status st[4];
     const double t0 = bench_now();
-    st[0] = cg_conv2d_forward(&c->cv, c->x, c->w, c->b, r->y, r->mask);
+    st[0] = cg_conv2d_backward_data(&c->cv, c->dy, c->w, r->dx, r->mask);
     const double t1 = bench_now();
-    st[1] = cg_conv2d_backward_data(&c->cv, c->dy, c->w, r->dx, r->mask);
+    st[1] = cg_conv2d_backward_weights_bias(&c->cv, c->x, c->dy, r->tdw, r->db, r->mask);
     const double t2 = bench_now();
-    st[2] = cg_conv2d_backward_weights_bias(&c->cv, c->x, c->dy, r->tdw, r->db, r->mask);
+    st[2] = cg_conv2d_forward(&c->cv, c->x, c->w, c->b, r->y, r->mask);
     const double t3 = bench_now();
-    static const char *const calls[3] = {"cg_conv2d_forward", "cg_conv2d_backward_data",
-                                         "cg_conv2d_backward_weights_bias"};
-    for (int k = 0; k < 3; ++k)
+    st[3] = cg_conv2d_backward(&c->cv, c->x, c->dy, c->w, r->dx, r->tdw, r->db, r->mask);
+    const double t4 = bench_now();
+    static const char *const calls[4] = {"cg_conv2d_backward_data",
+                                         "cg_conv2d_backward_weights_bias", "cg_conv2d_forward",
+                                         "cg_conv2d_backward"};
+    for (int k = 0; k < 4; ++k)
         if (st[k] != CG_OK) {
             if (!r->call_failures++)
                 snprintf(r->failure, sizeof r->failure, "%s: status %d: %s", calls[k], (int)st[k],
                          cg_status_message(st[k]));
             return -1;
         }
-    ph[PH_FWD] = t1 - t0;
-    ph[PH_BWD_DATA] = t2 - t1;
-    ph[PH_BWD_WEIGHTS] = t3 - t2;
-    return t3 - t0;
+    ph[PH_BWD_DATA] = t1 - t0;
+    ph[PH_BWD_WEIGHTS] = t2 - t1;
+    ph[PH_FWD] = t3 - t2;
+    ph[PH_BWD] = t4 - t3;
+    return t4 - t2;
 }
 
 /* Runs r once; returns the seconds of the timed part, < 0 on failure. A
@@ -1695,8 +1703,8 @@ static void run_layer(run_state *st, int li)
         if (!r->train)
             r->pct_fma = median_pct_fma(c.flops, r->t, 1, 1.0, r->t_fma, r->nt);
         for (int ph = 0; r->train && ph < NPHASE; ++ph)
-            r->phase_pct_fma[ph] =
-                median_pct_fma(c.flops, r->tph + ph, NPHASE, 1.0, r->t_fma, r->nt);
+            r->phase_pct_fma[ph] = median_pct_fma(c.flops * phase_convolutions(ph), r->tph + ph,
+                                                  NPHASE, 1.0, r->t_fma, r->nt);
     }
     /* the warm bursts: every runner's back-to-back calls (or steps), in
      * rounds after the timed ones (the checks below then see a burst's last
@@ -1838,8 +1846,8 @@ static void run_layer(run_state *st, int li)
                 memcpy(res->warm_round_ms, r->warm_round, sizeof res->warm_round_ms);
                 for (int ph = 0; ph < NPHASE; ++ph)
                     res->warm_phase_pct_fma[ph] =
-                        median_pct_fma(c.flops, &r->warm_round[0][1 + ph], 1 + NPHASE, 1e-3,
-                                       r->warm_fma, WARM_ROUNDS_MOST);
+                        median_pct_fma(c.flops * phase_convolutions(ph), &r->warm_round[0][1 + ph],
+                                       1 + NPHASE, 1e-3, r->warm_fma, WARM_ROUNDS_MOST);
             }
             memcpy(res->phase_pct_fma, r->phase_pct_fma, sizeof res->phase_pct_fma);
             if (r->impl == TRAIN_ONEDNN)

@@ -360,22 +360,25 @@ static void train_cells(char *line, size_t len, const train_result *cg, const tr
     fmt_or_dash(gf, sizeof gf, a > 0 ? flops / (a * 1e6) : 0, 1, "");
     for (int k = 0; k < NPHASE; ++k)
         fmt_or_dash(ph[k], sizeof ph[k], train_ratio(cg, dn, k, warm), 2, "x");
-    snprintf(line, len, "%11s %10s %7s %8s %7s %7s %7s", cms, dms, ratio, gf, ph[PH_FWD],
-             ph[PH_BWD_DATA], ph[PH_BWD_WEIGHTS]);
+    snprintf(line, len, "%11s %10s %7s %8s %7s %7s %7s %7s", cms, dms, ratio, gf, ph[PH_FWD],
+             ph[PH_BWD_DATA], ph[PH_BWD_WEIGHTS], ph[PH_BWD]);
 }
 
 /* The training step's phases on the (layer, cores) where they are memory-bound:
- * each phase moves the same bytes at least and does the same FLOPs (forward: x
- * and w read, y written; backward data: dy and w read, dx written; backward
- * weights: the filter gradient's x, dy and dw), so one test covers all three. */
+ * each of the three moves the same bytes at least and does the same FLOPs
+ * (forward: x and w read, y written; backward data: dy and w read, dx
+ * written; backward weights: the filter gradient's x, dy and dw), so one
+ * test covers all; the whole backward does twice the FLOPs and moves dx
+ * besides. */
 static void print_train_roofline(const int *layers, int nl, const int *cores, int nc)
 {
-    static const char *const phase[NPHASE] = {"fwd", "bwd-d", "bwd-w"};
+    static const char *const phase[NPHASE] = {"fwd", "bwd-d", "bwd-w", "bwd"};
     int rows = 0;
     for (int a = 0; a < nl; ++a) {
         const int li = layers[a];
         bench_shape s = shape_of(&bench_layers[li]);
         const double flops = layer_flops(&s), bytes = layer_min_bytes(&s, DT_FP32);
+        const double dx_bytes = (double)s.n * s.h * s.w * s.cin * sizeof(float);
         int first = 1;
         for (int b = 0; b < nc; ++b) {
             const train_result *cg = find_train(li, TRAIN_CONVGRAD, cores[b]);
@@ -386,14 +389,17 @@ static void print_train_roofline(const int *layers, int nl, const int *cores, in
                 say("\nRoofline of the training step's phases on the memory-bound (layer, cores): "
                     "each phase must move x + dy + w bytes at least (forward: x, w read, y "
                     "written; bwd-d: dy, w read, dx written; bwd-w: x, dy read, dw written) for "
-                    "the convolution's FLOPs\n");
+                    "the convolution's FLOPs; bwd, the whole backward (convgrad: "
+                    "cg_conv2d_backward): x, dy, w read, dx, dw written, for twice the FLOPs\n");
                 roofline_header("phase");
             }
             for (int ph = 0; ph < NPHASE; ++ph) {
                 const double cms[2] = {train_ms(cg, ph, 1), train_ms(cg, ph, 0)};
                 const double dms[2] = {dn ? train_ms(dn, ph, 1) : 0, dn ? train_ms(dn, ph, 0) : 0};
-                roofline_row(first ? bench_layers[li].name : "", phase[ph], cores[b], flops, bytes,
-                             cms, dms);
+                const int whole = ph == PH_BWD;
+                roofline_row(first ? bench_layers[li].name : "", phase[ph], cores[b],
+                             flops * phase_convolutions(ph), bytes + (whole ? dx_bytes : 0), cms,
+                             dms);
                 first = 0;
             }
         }
@@ -408,7 +414,7 @@ void print_train_table(void)
     int layers[BENCH_MAX_LAYERS], cores[33];
     const int nl = train_layers(layers, BENCH_MAX_LAYERS), nc = train_cores(cores, 33);
     say("\nTraining step, fp32 NHWC, OHWI weights: convgrad = cg_conv2d_forward (with bias) + "
-        "cg_conv2d_backward_data + cg_conv2d_backward_weights_bias; oneDNN = "
+        "cg_conv2d_backward (dx, dw, db in one call); oneDNN = "
         "forward_training (with bias) + backward data + backward weights (with diff_bias), on as "
         "many threads; warm: the median of a burst of back-to-back steps (--warm-ms); "
         "interleaved: medians of %d timed round%s%s; GFLOP = 3x the convolution's (bias not "
@@ -417,12 +423,12 @@ void print_train_table(void)
         g_train_reps_asked < g_reps_asked
             ? " (fewer than the filter gradient's, spread evenly over its rounds)"
             : " (the filter gradient's rounds)");
-    say("%-15s %6s %5s  %-59s  %-59s\n", "", "", "",
-        "------------------ warm (repeated steps) ------------------",
-        "----------------------- interleaved -----------------------");
+    say("%-15s %6s %5s  %-67s  %-67s\n", "", "", "",
+        "---------------------- warm (repeated steps) ----------------------",
+        "--------------------------- interleaved ---------------------------");
     char head[160];
-    snprintf(head, sizeof head, "%11s %10s %7s %8s %7s %7s %7s", "convgrad ms", "oneDNN ms",
-             "ratio", "GFLOP/s", "fwd", "bwd-d", "bwd-w");
+    snprintf(head, sizeof head, "%11s %10s %7s %8s %7s %7s %7s %7s", "convgrad ms", "oneDNN ms",
+             "ratio", "GFLOP/s", "fwd", "bwd-d", "bwd-w", "bwd");
     say("%-15s %6s %5s  %s  %s  %s\n", "layer", "GFLOP", "cores", head, head, "check");
     for (int a = 0; a < nl; ++a) {
         const int li = layers[a];
@@ -463,7 +469,10 @@ void print_train_table(void)
         "the warm group on the judged figures: the warm ones, the interleaved ones where a step "
         "had no burst ('-' times); GFLOP/s: convgrad's; "
         "fwd, bwd-d, bwd-w: the same ratio for each phase alone (bwd-w includes the bias "
-        "gradient on both sides); oneDNN's weights stay in its blocked layouts: the reorders "
+        "gradient on both sides; convgrad's bwd-d and bwd-w: cg_conv2d_backward_data and "
+        "cg_conv2d_backward_weights_bias, timed before its step); bwd: the whole backward "
+        "(convgrad: cg_conv2d_backward; oneDNN: its bwd-d + bwd-w); oneDNN's weights stay in its "
+        "blocked layouts: the reorders "
         "of w into them and of dw to OHWI (for the checks) are not timed)\n");
     for (int judged = 1; judged >= 0; --judged) {
         char line[512] = "";
@@ -551,20 +560,20 @@ int write_train_csv(const char *out_dir)
     fprintf(f, CSV_LAYER_HEADER
             "gflop_step,impl,mask,"
             "cores,reps,median_ms,min_ms,max_ms,gflops,fwd_ms,bwd_data_ms,bwd_weights_bias_ms,"
-            "ratio_vs_onednn,check,check_worst_err_over_tol,check_detail,onednn_impl,"
+            "bwd_ms,ratio_vs_onednn,check,check_worst_err_over_tol,check_detail,onednn_impl,"
             "warm_reps,warm_median_ms,warm_gflops,warm_fwd_ms,warm_bwd_data_ms,"
-            "warm_bwd_weights_bias_ms,warm_ratio_vs_onednn,fwd_pct_fma,bwd_data_pct_fma,"
-            "bwd_weights_bias_pct_fma,warm_fwd_pct_fma,warm_bwd_data_pct_fma,"
-            "warm_bwd_weights_bias_pct_fma");
+            "warm_bwd_weights_bias_ms,warm_bwd_ms,warm_ratio_vs_onednn,fwd_pct_fma,"
+            "bwd_data_pct_fma,bwd_weights_bias_pct_fma,bwd_pct_fma,warm_fwd_pct_fma,"
+            "warm_bwd_data_pct_fma,warm_bwd_weights_bias_pct_fma,warm_bwd_pct_fma");
     csv_end_row(f, 1);
     for (int i = 0; i < g_ntrain; ++i) {
         const train_result *r = &g_train[i];
         const train_result *d = find_train(r->layer, TRAIN_ONEDNN, r->cores);
         bench_shape s = csv_layer(f, r->layer);
-        fprintf(f, "%.6f,%s,0x%x,%d,%d,%.6f,%.6f,%.6f,%.3f,%.6f,%.6f,%.6f,", train_flops(&s) * 1e-9,
-                train_key(r->impl), (unsigned)r->mask, r->cores, r->reps, r->median_ms, r->min_ms,
-                r->max_ms, r->gflops, r->phase_ms[PH_FWD], r->phase_ms[PH_BWD_DATA],
-                r->phase_ms[PH_BWD_WEIGHTS]);
+        fprintf(f, "%.6f,%s,0x%x,%d,%d,%.6f,%.6f,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,",
+                train_flops(&s) * 1e-9, train_key(r->impl), (unsigned)r->mask, r->cores, r->reps,
+                r->median_ms, r->min_ms, r->max_ms, r->gflops, r->phase_ms[PH_FWD],
+                r->phase_ms[PH_BWD_DATA], r->phase_ms[PH_BWD_WEIGHTS], r->phase_ms[PH_BWD]);
         if (d && r->median_ms > 0)
             fprintf(f, "%.4f,", d->median_ms / r->median_ms);
         else
@@ -574,13 +583,13 @@ int write_train_csv(const char *out_dir)
         /* the warm burst's figures (median_ms ... above: the interleaved rounds') */
         fprintf(f, ",%d,", r->warm_reps);
         if (r->warm_reps > 0) {
-            fprintf(f, "%.6f,%.3f,%.6f,%.6f,%.6f,", r->warm_ms, r->warm_gflops,
+            fprintf(f, "%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,", r->warm_ms, r->warm_gflops,
                     r->warm_phase_ms[PH_FWD], r->warm_phase_ms[PH_BWD_DATA],
-                    r->warm_phase_ms[PH_BWD_WEIGHTS]);
+                    r->warm_phase_ms[PH_BWD_WEIGHTS], r->warm_phase_ms[PH_BWD]);
             if (d && d->warm_reps > 0)
                 fprintf(f, "%.4f", train_judged_ratio(d, r, -1));
         } else {
-            fprintf(f, ",,,,,");
+            fprintf(f, ",,,,,,");
         }
         /* each phase's share of the FMA loop timed in its rounds (the targets') */
         for (int warm = 0; warm < 2; ++warm)

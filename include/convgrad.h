@@ -288,6 +288,18 @@ cg_status cg_conv2d_backward_bias(const cg_conv2d *conv, const float *dy, float 
  */
 cg_status cg_conv2d_backward_weights_bias(const cg_conv2d *conv, const float *x, const float *dy,
                                           float *dw, float *db, int core_mask);
+/**
+ * The whole backward pass in one call, as the separate calls with their
+ * bits: dx as cg_conv2d_backward_data, dw and db as
+ * cg_conv2d_backward_weights_bias (db may be NULL: no bias gradient). A
+ * depthwise NHWC layer of stride 1 computes dx from each piece of dy while
+ * the weight gradient has it in cache, reading dy from memory once where
+ * the separate calls read it twice. Nothing is written on an argument
+ * error; where the layer is not one of those and CG_ERR_NO_MEMORY is
+ * returned, dx may have been written, dw and db not.
+ */
+cg_status cg_conv2d_backward(const cg_conv2d *conv, const float *x, const float *dy, const float *w,
+                             float *dx, float *dw, float *db, int core_mask);
 
 /* ---- Emulated cores (vendor card names) ------------------------------- */
 

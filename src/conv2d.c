@@ -391,6 +391,11 @@ struct job {
     atomic_llong slices_taken; /* NHWC weights: the slices taken (cg_weights_call) */
     atomic_ullong column_ranges[2 * CG_CORES_MOST]; /* NHWC weights: dw's columns shared */
     job *nhwc;                 /* NCHW through the NHWC paths: the job on the staged copies */
+    /* cg_conv2d_backward's input gradient, where it goes by the weight
+     * gradient's pieces (backward_in_pieces): op BACKWARD_DATA; whether
+     * each core (by id) has put w in order in its space this call */
+    job *data;
+    unsigned char by_tap_ready[CG_CORES_MOST];
     cg_status status;          /* of the whole launch, set by logical core 0 */
     cg_error *err;             /* the caller's: logical core 0 says there what failed */
 };
@@ -2551,17 +2556,96 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
     return CG_OK;
 }
 
+/* ---- the whole backward pass: dx by the weight gradient's pieces ------- */
+
+/* cg_conv2d_backward of a depthwise NHWC layer of stride 1 (multiplier 1,
+ * every channel in one depthwise block): its input gradient runs inside
+ * the weight gradient, a piece of each core's slice of dy at a time: after
+ * the weight gradient has read a piece's dy (and x), the input gradient's
+ * rows whose last dy row is in that piece are computed from the dy still
+ * in cache, so dy comes from memory once for both where the two calls read
+ * it twice (the bias gradient is summed from the same reads). Memory-bound
+ * layers, whose time is their bytes: see the README. Each dx row is one
+ * core's whole and the weight gradient's sums keep their order: the bits
+ * are the separate calls'. */
+static int backward_in_pieces(const cg_conv2d *conv, const cg_plan *p)
+{
+    return conv->layout == CG_LAYOUT_NHWC && p->cin_g == 1 && p->cout_g == 1 && p->stride_h == 1 &&
+           p->stride_w == 1 && cg_depthwise_kernels_take(p) && cg_weights_pieces(p);
+}
+
+/* About this much of dy a piece: with its x, well inside L2 beside the
+ * rows the previous piece left there. */
+enum { PIECE_DY_BYTES = 256 << 10 };
+
+/* Output pixels a piece: whole output rows (tests force others: any
+ * number is right). */
+static int64_t piece_rows(const cg_plan *p)
+{
+    const int64_t row_bytes = p->out_w * p->cout * (int64_t)sizeof(float);
+    return max64(1, PIECE_DY_BYTES / row_bytes) * p->out_w;
+}
+
+/* A core's space for the input gradient's pieces: w by tap, then a run's
+ * row pointers (depthwise_runs). */
+static int64_t by_tap_floats(const cg_plan *p)
+{
+    return round_up(p->taps * p->cout, LINE_FLOATS);
+}
+
+static int64_t piece_space_floats(const cg_plan *p)
+{
+    const int64_t pointer_floats = (int64_t)sizeof(const float *) / (int64_t)sizeof(float);
+    return by_tap_floats(p) + 2 * p->kernel_h * pointer_floats;
+}
+
+/* The first input row (image * in_h + iy) whose last dy row (the lowest
+ * output row it reaches, min(out_h - 1, iy + pad_u)) is at or past output
+ * pixel `pixel`'s row; batch * in_h past the last. */
+static int64_t first_input_row(const cg_plan *p, int64_t pixel)
+{
+    const int64_t per_image = p->out_h * p->out_w;
+    if (pixel >= p->batch * per_image)
+        return p->batch * p->in_h;
+    const int64_t n = pixel / per_image, iy = pixel % per_image / p->out_w - p->pad_u;
+    return n * p->in_h + (iy >= p->in_h ? p->in_h : max64(0, iy));
+}
+
+/* cg_weights_call.after_piece: the input gradient's rows whose last dy row
+ * the weight gradient's piece [first, last) of output pixels has read. */
+static void data_after_piece(void *ctx, int64_t first, int64_t last, float *space)
+{
+    job *jb = ctx;
+    const cg_plan *p = &jb->plan;
+    const int64_t q0 = first_input_row(p, first), q1 = first_input_row(p, last);
+    if (q0 == q1)
+        return;
+    float *by_tap = space;
+    const int core = get_core_id();
+    if (!jb->by_tap_ready[core]) {
+        weights_by_tap(jb, by_tap);
+        jb->by_tap_ready[core] = 1;
+    }
+    const dw_axis v = {1, -p->dil_h, p->pad_u, p->out_h, p->kernel_h};
+    const dw_axis h = {1, -p->dil_w, p->pad_l, p->out_w, p->kernel_w};
+    const int64_t at = q0 * p->in_w, end = q1 * p->in_w;
+    int64_t asked = source_row(&v, p->in_h, p->in_w, at, 1);
+    depthwise_runs(jb, &v, &h, jb->in0, NULL, p->in_h, p->in_w, by_tap,
+                   (const float **)(space + by_tap_floats(p)), NULL, at, end, end, &asked);
+}
+
 /* ---- entry points ------------------------------------------------------ */
 
 /* By operation: the public function's name. */
 static const char *const FUNCTION_NAMES[] = {
-    "cg_conv2d_forward", "cg_conv2d_backward_data", "cg_conv2d_backward_weights",
-    "cg_conv2d_backward_bias", "cg_conv2d_backward_weights_bias"};
+    "cg_conv2d_forward",       "cg_conv2d_backward_data",         "cg_conv2d_backward_weights",
+    "cg_conv2d_backward_bias", "cg_conv2d_backward_weights_bias", "cg_conv2d_backward"};
 
-/* The weight gradient, with db or not. */
+/* The weight gradient, with db or not, and dx or not. */
 static int weights_op(cg_conv2d_op op)
 {
-    return op == CG_CONV2D_BACKWARD_WEIGHTS || op == CG_CONV2D_BACKWARD_WEIGHTS_BIAS;
+    return op == CG_CONV2D_BACKWARD_WEIGHTS || op == CG_CONV2D_BACKWARD_WEIGHTS_BIAS ||
+           op == CG_CONV2D_BACKWARD;
 }
 
 /* ---- NCHW through the NHWC paths --------------------------------------- */
@@ -2684,6 +2768,7 @@ static cg_status run_op(job *jb, int rank, cg_error *err)
                                      : output_pixels_core(jb, rank, err);
     case CG_CONV2D_BACKWARD_WEIGHTS:
     case CG_CONV2D_BACKWARD_WEIGHTS_BIAS:
+    case CG_CONV2D_BACKWARD:
         return jb->nchw ? weights_nchw_core(jb, rank, err)
                         : cg_weights_core(&jb->weights, rank, err);
     case CG_CONV2D_BACKWARD_DATA:
@@ -2727,15 +2812,26 @@ static void core_entry(void *arg)
         jb->status = s;
 }
 
-static const char *const ARGUMENT_NAMES[][4] = {{"x", "w", "y"},
-                                                {"dy", "w", "dx"},
-                                                {"x", "dy", "dw"},
-                                                {"dy", NULL, "db"},
-                                                {"x", "dy", "dw", "db"}};
+static const char *const ARGUMENT_NAMES[][4] = {{"x", "w", "y"},         {"dy", "w", "dx"},
+                                                {"x", "dy", "dw"},       {"dy", NULL, "db"},
+                                                {"x", "dy", "dw", "db"}, {"x", "dy", "dw"}};
 
+/* Host mode only: the library launches the cores itself. */
+static cg_status from_host(cg_conv2d_op op, cg_error *err)
+{
+    const int core = get_core_id();
+    if (core < 0)
+        return CG_OK;
+    return cg_fail(err, CG_ERR_INSIDE_LAUNCH,
+                   "%s was called on emulated core %d: call cg_conv2d_* from an ordinary thread",
+                   FUNCTION_NAMES[op], core);
+}
+
+/* op on core_mask; `data` (op CG_CONV2D_BACKWARD only): its input
+ * gradient's job, run by the weight gradient's pieces. */
 static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0,
                             const float *in1, const float *bias, float *out, float *db,
-                            int core_mask, int64_t tile_rows, cg_error *err)
+                            int core_mask, int64_t tile_rows, job *data, cg_error *err)
 {
     const char *const *arg = ARGUMENT_NAMES[op];
     const char *const names[] = {"conv", arg[0], arg[1], arg[2], arg[3]};
@@ -2754,15 +2850,10 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
               .tile_rows = tile_rows,
               .err = err};
     s = cg_conv2d_plan(conv, &jb.plan, err);
+    if (s == CG_OK)
+        s = from_host(op, err);
     if (s != CG_OK)
         return s;
-    /* host mode only: the library launches the cores itself */
-    const int core = get_core_id();
-    if (core >= 0)
-        return cg_fail(err, CG_ERR_INSIDE_LAUNCH,
-                       "%s was called on emulated core %d: call cg_conv2d_* from an ordinary "
-                       "thread",
-                       FUNCTION_NAMES[op], core);
     if (core_mask == 0)
         return cg_fail(err, CG_ERR_CORE_MASK, "core_mask is 0");
     jb.members = GetCoreNum(core_mask);
@@ -2800,6 +2891,13 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
                               .slices_taken = jb.members <= cm_cpus() ? &run->slices_taken : NULL,
                               .partials = run->partial,
                               .column_ranges = jb.members <= cm_cpus() ? run->column_ranges : NULL};
+    if (data) {
+        data->plan = jb.plan;
+        run->weights.after_piece = data_after_piece;
+        run->weights.piece_ctx = data;
+        run->weights.piece_rows = tile_rows > 0 ? tile_rows : piece_rows(&jb.plan);
+        run->weights.piece_floats = piece_space_floats(&jb.plan);
+    }
     s = cm_run_here(core_mask, core_entry, &jb, err);
     return s != CG_OK ? s : jb.status;
 }
@@ -2808,8 +2906,46 @@ cg_status cg_conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0
                         const float *bias, float *out, float *db, int core_mask, int64_t tile_rows)
 {
     cg_error err;
-    return cg_record(conv2d_run(op, conv, in0, in1, bias, out, db, core_mask, tile_rows, &err),
-                     &err);
+    return cg_record(
+        conv2d_run(op, conv, in0, in1, bias, out, db, core_mask, tile_rows, NULL, &err), &err);
+}
+
+/* The input gradient by the weight gradient's pieces in one launch where
+ * backward_in_pieces, else the two operations one after the other. The
+ * arguments are checked before either. */
+static cg_status backward_run(const cg_conv2d *conv, const float *x, const float *dy,
+                              const float *w, float *dx, float *dw, float *db, int core_mask,
+                              int64_t tile_rows, cg_error *err)
+{
+    const char *const names[] = {"conv", "x", "dy", "w", "dx", "dw"};
+    const void *const ptrs[] = {conv, x, dy, w, dx, dw};
+    cg_plan plan;
+    cg_status s = cg_require(ptrs, names, 6, err);
+    if (s == CG_OK)
+        s = cg_conv2d_plan(conv, &plan, err);
+    if (s == CG_OK)
+        s = from_host(CG_CONV2D_BACKWARD, err);
+    if (s != CG_OK)
+        return s;
+    const cg_conv2d_op weights = db ? CG_CONV2D_BACKWARD_WEIGHTS_BIAS : CG_CONV2D_BACKWARD_WEIGHTS;
+    if (backward_in_pieces(conv, &plan)) {
+        job data = {.op = CG_CONV2D_BACKWARD_DATA, .in0 = dy, .in1 = w, .out = dx};
+        return conv2d_run(CG_CONV2D_BACKWARD, conv, x, dy, NULL, dw, db, core_mask, tile_rows,
+                          &data, err);
+    }
+    s = conv2d_run(CG_CONV2D_BACKWARD_DATA, conv, dy, w, NULL, dx, NULL, core_mask, tile_rows, NULL,
+                   err);
+    if (s != CG_OK)
+        return s;
+    return conv2d_run(weights, conv, x, dy, NULL, dw, db, core_mask, tile_rows, NULL, err);
+}
+
+cg_status cg_conv2d_run_backward(const cg_conv2d *conv, const float *x, const float *dy,
+                                 const float *w, float *dx, float *dw, float *db, int core_mask,
+                                 int64_t tile_rows)
+{
+    cg_error err;
+    return cg_record(backward_run(conv, x, dy, w, dx, dw, db, core_mask, tile_rows, &err), &err);
 }
 
 CG_API cg_status cg_conv2d_forward(const cg_conv2d *conv, const float *x, const float *w,
@@ -2841,4 +2977,10 @@ CG_API cg_status cg_conv2d_backward_weights_bias(const cg_conv2d *conv, const fl
                                                  int core_mask)
 {
     return cg_conv2d_run(CG_CONV2D_BACKWARD_WEIGHTS_BIAS, conv, x, dy, NULL, dw, db, core_mask, 0);
+}
+
+CG_API cg_status cg_conv2d_backward(const cg_conv2d *conv, const float *x, const float *dy,
+                                    const float *w, float *dx, float *dw, float *db, int core_mask)
+{
+    return cg_conv2d_run_backward(conv, x, dy, w, dx, dw, db, core_mask, 0);
 }

@@ -109,6 +109,11 @@ static int64_t depthwise_block(const cg_plan *p)
     return block < p->cout_g ? p->cout_g : block;
 }
 
+int cg_weights_pieces(const cg_plan *p)
+{
+    return cg_depthwise_kernels_take(p) && depthwise_block(p) >= p->cout;
+}
+
 /* Rows a pass of the general path: one number for the shape, whichever
  * core runs which part, since a pass is a step of every sum's order. */
 static int64_t pass_rows(const cg_weights_call *c, int64_t slices)
@@ -328,6 +333,21 @@ static size_t share_bytes(const share *s)
     return (size_t)db_sums_at(s) * sizeof(float) + (size_t)s->db_doubles * sizeof(double);
 }
 
+/* Bytes of a core's scratch ahead of after_piece's space: its share's, to
+ * a cache line. */
+static size_t piece_space_at(const share *s)
+{
+    const size_t line = REDUCE_UNIT * sizeof(float);
+    return (share_bytes(s) + line - 1) / line * line;
+}
+
+static size_t scratch_bytes(const cg_weights_call *c, const share *s)
+{
+    if (!c->after_piece)
+        return share_bytes(s);
+    return piece_space_at(s) + (size_t)c->piece_floats * sizeof(float);
+}
+
 /* The core's `k`th slot of db sums (a slice's). */
 static double *db_slot(const cg_weights_call *c, const share *s, int64_t k, float *scratch)
 {
@@ -374,10 +394,20 @@ static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, int64
     int64_t r0, r1;
     cg_split_range(p->rows, (int)i, (int)s->slices, &r0, &r1);
     double *db_sums = slice_sums_db(c, s) ? db_slot(c, s, k, scratch) : NULL;
-    if (cg_depthwise_kernels_take(p)) {
+    if (c->after_piece) { /* one block of every channel (cg_weights_pieces) */
+        float *space = (float *)((char *)scratch + piece_space_at(s));
+        for (int64_t a = r0;;) {
+            const int64_t b = min64(r1, a + c->piece_rows);
+            cg_depthwise_rows(p, c->dy, c->x, 0, p->cout, a, b, scratch, a > r0,
+                              b == r1 ? dst : NULL, db_sums);
+            c->after_piece(c->piece_ctx, a, b, space);
+            if ((a = b) == r1)
+                break;
+        }
+    } else if (cg_depthwise_kernels_take(p)) {
         const int64_t block = depthwise_block(p);
         for (int64_t c0 = 0; c0 < p->cout; c0 += block)
-            cg_depthwise_rows(p, c->dy, c->x, c0, min64(p->cout, c0 + block), r0, r1, scratch,
+            cg_depthwise_rows(p, c->dy, c->x, c0, min64(p->cout, c0 + block), r0, r1, scratch, 0,
                               dst + c0 * p->taps, db_sums ? db_sums + c0 : NULL);
     } else {
         const cg_dw_block all = whole_dw(p);
@@ -555,7 +585,7 @@ cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err)
     const share s = plan_share(c, rank, c->core_num);
     void *mem;
     /* every core agrees before anything is written */
-    if (cm_scratch_all(c->core_mask, share_bytes(&s), &mem, err) != CG_OK)
+    if (cm_scratch_all(c->core_mask, scratch_bytes(c, &s), &mem, err) != CG_OK)
         return CG_ERR_NO_MEMORY;
     float *scratch = mem;
     if (columns_in_turn(c, &s)) {

@@ -825,13 +825,13 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
 }
 
 void cg_depthwise_rows(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                       int64_t c_last, int64_t first, int64_t last, float *acc, float *dst,
-                       double *db_sums)
+                       int64_t c_last, int64_t first, int64_t last, float *acc, int resume,
+                       float *dst, double *db_sums)
 {
     const cg_kernel_context *k = cg_kernels();
     /* the 3x3 kernels: adjacent taps, an output channel an input channel */
     const int three = plan->kernel_h == 3 && plan->kernel_w == 3 && plan->dil_h == 1 &&
                       plan->dil_w == 1 && plan->cout_g == 1;
     cg_dwconv_rows_fn *rows = three && k->dwconv3x3_rows ? k->dwconv3x3_rows : k->dwconv_rows;
-    rows(plan, dy, x, c_first, c_last, first, last, acc, dst, db_sums);
+    rows(plan, dy, x, c_first, c_last, first, last, acc, resume, dst, db_sums);
 }

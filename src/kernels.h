@@ -60,11 +60,12 @@ void cg_general_rows(const cg_plan *plan, const void *dy, const void *x, const c
 
 /* Depthwise: dst[c - c_first][tap] = sum over rows of dy[row][c] *
  * x[in(row, tap)][c] for c in [c_first, c_last). `acc` holds taps * (c_last -
- * c_first) floats; db_sums (NULL: none) as cg_dwconv_rows_fn's. Runs the
- * context's kernel: its 3x3 one where it has one. */
+ * c_first) floats; db_sums (NULL: none), resume and dst NULL as
+ * cg_dwconv_rows_fn's. Runs the context's kernel: its 3x3 one where it has
+ * one. */
 void cg_depthwise_rows(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                       int64_t c_last, int64_t first, int64_t last, float *acc, float *dst,
-                       double *db_sums);
+                       int64_t c_last, int64_t first, int64_t last, float *acc, int resume,
+                       float *dst, double *db_sums);
 
 /* dst[0, n) = src[0, n), and dst[0, n) = 0: packing runs are often a few
  * floats, where a call to memcpy or memset costs more than the stores. (GCC

@@ -211,6 +211,9 @@ typedef enum op_id {
     OP_BACKWARD_BIAS,
     OP_WEIGHTS_BIAS_DW, /* cg_conv2d_backward_weights_bias: its dw checked */
     OP_WEIGHTS_BIAS_DB, /* the same call: its db checked */
+    OP_BACKWARD_DX,     /* cg_conv2d_backward: its dx checked */
+    OP_BACKWARD_DW,     /* the same call: its dw checked */
+    OP_BACKWARD_DB,     /* the same call: its db checked */
     OP_COUNT
 } op_id;
 
@@ -220,7 +223,10 @@ static const char *const OP_NAMES[OP_COUNT] = {"cg_conv2d_forward",
                                                "cg_conv2d_backward_weights",
                                                "cg_conv2d_backward_bias",
                                                "cg_conv2d_backward_weights_bias (dw)",
-                                               "cg_conv2d_backward_weights_bias (db)"};
+                                               "cg_conv2d_backward_weights_bias (db)",
+                                               "cg_conv2d_backward (dx)",
+                                               "cg_conv2d_backward (dw)",
+                                               "cg_conv2d_backward (db)"};
 
 /* One problem's tensors: inputs read-only, one output buffer per operation. */
 typedef struct problem {
@@ -234,12 +240,15 @@ static size_t out_elems(const problem *p, op_id op)
 {
     switch (op) {
     case OP_BACKWARD_DATA:
+    case OP_BACKWARD_DX:
         return p->nx;
     case OP_BACKWARD_WEIGHTS:
     case OP_WEIGHTS_BIAS_DW:
+    case OP_BACKWARD_DW:
         return p->nw;
     case OP_BACKWARD_BIAS:
     case OP_WEIGHTS_BIAS_DB:
+    case OP_BACKWARD_DB:
         return p->nb;
     default:
         return p->ny;
@@ -305,14 +314,26 @@ static float *fused_db(const problem *p)
     return (float *)p->out[OP_WEIGHTS_BIAS_DB].ptr;
 }
 
+/* cg_conv2d_backward's three outputs (any of its ops). */
+static float *backward_out(const problem *p, op_id op)
+{
+    return (float *)p->out[op].ptr;
+}
+
 /* Runs op on p's buffers. tile_rows 0: the public function; > 0: the
  * internal entry with that many rows a tile. */
 static cg_status run_op(const problem *p, op_id op, int mask, int tile_rows)
 {
     float *out = (float *)p->out[op].ptr;
     const float *x = fptr(&p->x), *w = fptr(&p->w), *b = fptr(&p->b), *dy = fptr(&p->dy);
+    float *dx = backward_out(p, OP_BACKWARD_DX), *dw = backward_out(p, OP_BACKWARD_DW),
+          *db = backward_out(p, OP_BACKWARD_DB);
     if (tile_rows > 0) {
         switch (op) {
+        case OP_BACKWARD_DX:
+        case OP_BACKWARD_DW:
+        case OP_BACKWARD_DB:
+            return cg_conv2d_run_backward(&p->c, x, dy, w, dx, dw, db, mask, tile_rows);
         case OP_WEIGHTS_BIAS_DW:
         case OP_WEIGHTS_BIAS_DB:
             return cg_conv2d_run(CG_CONV2D_BACKWARD_WEIGHTS_BIAS, &p->c, x, dy, NULL, fused_dw(p),
@@ -344,6 +365,10 @@ static cg_status run_op(const problem *p, op_id op, int mask, int tile_rows)
     case OP_WEIGHTS_BIAS_DW:
     case OP_WEIGHTS_BIAS_DB:
         return cg_conv2d_backward_weights_bias(&p->c, x, dy, fused_dw(p), fused_db(p), mask);
+    case OP_BACKWARD_DX:
+    case OP_BACKWARD_DW:
+    case OP_BACKWARD_DB:
+        return cg_conv2d_backward(&p->c, x, dy, w, dx, dw, db, mask);
     default:
         return cg_conv2d_backward_bias(&p->c, dy, out, mask);
     }
@@ -355,16 +380,19 @@ static void coords_str(const cg_conv2d *c, op_id op, size_t i, char *buf, size_t
     int a, b, d, e;
     switch (op) {
     case OP_BACKWARD_DATA:
+    case OP_BACKWARD_DX:
         cref_x_coords(c, i, &a, &b, &d, &e);
         snprintf(buf, len, "n=%d iy=%d ix=%d c=%d", a, b, d, e);
         break;
     case OP_BACKWARD_WEIGHTS:
     case OP_WEIGHTS_BIAS_DW:
+    case OP_BACKWARD_DW:
         cref_w_coords(c, i, &a, &b, &d, &e);
         snprintf(buf, len, "co=%d kh=%d kw=%d ci=%d", a, b, d, e);
         break;
     case OP_BACKWARD_BIAS:
     case OP_WEIGHTS_BIAS_DB:
+    case OP_BACKWARD_DB:
         snprintf(buf, len, "co=%zu", i);
         break;
     default:
@@ -443,6 +471,9 @@ static void exact_init(exact_problem *e, const shape *s, cg_layout layout, int s
     cref_backward_bias_f32(&c, fptr(&p->dy), e->want[OP_BACKWARD_BIAS]);
     memcpy(e->want[OP_WEIGHTS_BIAS_DW], e->want[OP_BACKWARD_WEIGHTS], p->nw * sizeof(float));
     memcpy(e->want[OP_WEIGHTS_BIAS_DB], e->want[OP_BACKWARD_BIAS], p->nb * sizeof(float));
+    memcpy(e->want[OP_BACKWARD_DX], e->want[OP_BACKWARD_DATA], p->nx * sizeof(float));
+    memcpy(e->want[OP_BACKWARD_DW], e->want[OP_BACKWARD_WEIGHTS], p->nw * sizeof(float));
+    memcpy(e->want[OP_BACKWARD_DB], e->want[OP_BACKWARD_BIAS], p->nb * sizeof(float));
 }
 
 static void exact_free(exact_problem *e)
@@ -799,6 +830,42 @@ Test(conv2d, weights_bias_same_bits_as_the_two_calls, .timeout = TEST_TIMEOUT)
                            "calls' at element %lld",
                            s->name, layout_name((cg_layout)layout), (unsigned)*m,
                            w_at >= 0 ? "dw" : "db", w_at >= 0 ? w_at : b_at);
+                /* cg_conv2d_backward against the separate calls, with db and
+                 * without (its dw alone), and with tiles (and pieces) of 7
+                 * output pixels forced on both */
+                const float *dx = (const float *)p.out[OP_BACKWARD_DATA].ptr;
+                const float *alone[3] = {dx, dw, db};
+                const op_id whole[3] = {OP_BACKWARD_DX, OP_BACKWARD_DW, OP_BACKWARD_DB};
+                const size_t n[3] = {p.nx, p.nw, p.nb};
+                for (int how = 0; how < 3; ++how) {
+                    const int tile = how == 1 ? 7 : 0;
+                    cg_status sb = run_op(&p, OP_BACKWARD_DATA, *m, tile);
+                    if (sb == CG_OK)
+                        sb = run_op(&p, OP_BACKWARD_WEIGHTS, *m, tile);
+                    if (sb == CG_OK)
+                        sb = run_op(&p, OP_BACKWARD_BIAS, *m, tile);
+                    if (sb == CG_OK && how < 2)
+                        sb = run_op(&p, OP_BACKWARD_DX, *m, tile);
+                    else if (sb == CG_OK)
+                        sb = cg_conv2d_backward(&p.c, fptr(&p.x), fptr(&p.dy), fptr(&p.w),
+                                                backward_out(&p, OP_BACKWARD_DX),
+                                                backward_out(&p, OP_BACKWARD_DW), NULL, *m);
+                    for (int k = 0; k < (how < 2 ? 3 : 2); ++k) {
+                        const long long at =
+                            sb != CG_OK
+                                ? 0
+                                : first_other_bits(backward_out(&p, whole[k]), alone[k], n[k]);
+                        if (at >= 0)
+                            report(&t,
+                                   "[%s] %s, mask 0x%x, %s: cg_conv2d_backward's %s differs "
+                                   "from the separate calls' at element %lld (status %d)",
+                                   s->name, layout_name((cg_layout)layout), (unsigned)*m,
+                                   how == 0   ? "pieces of its choice"
+                                   : how == 1 ? "pieces of 7 pixels"
+                                              : "db NULL",
+                                   OP_NAMES[whole[k]], at, sb);
+                    }
+                }
             }
             problem_free(&p);
         }
@@ -1062,9 +1129,11 @@ Test(conv2d, tolerance, .timeout = TEST_TIMEOUT)
             terms[OP_BACKWARD_DATA] = cref_terms_backward_data(&c);
             terms[OP_BACKWARD_WEIGHTS] = cref_terms_backward_weights(&c);
             terms[OP_BACKWARD_BIAS] = cref_terms_backward_bias(&c);
-            const op_id fused[2] = {OP_WEIGHTS_BIAS_DW, OP_WEIGHTS_BIAS_DB};
-            const op_id alone[2] = {OP_BACKWARD_WEIGHTS, OP_BACKWARD_BIAS};
-            for (int k = 0; k < 2; ++k) {
+            const op_id fused[5] = {OP_WEIGHTS_BIAS_DW, OP_WEIGHTS_BIAS_DB, OP_BACKWARD_DX,
+                                    OP_BACKWARD_DW, OP_BACKWARD_DB};
+            const op_id alone[5] = {OP_BACKWARD_WEIGHTS, OP_BACKWARD_BIAS, OP_BACKWARD_DATA,
+                                    OP_BACKWARD_WEIGHTS, OP_BACKWARD_BIAS};
+            for (int k = 0; k < 5; ++k) {
                 const size_t bytes = out_elems(&p, fused[k]) * sizeof(double);
                 memcpy(want[fused[k]], want[alone[k]], bytes);
                 memcpy(mag[fused[k]], mag[alone[k]], bytes);
@@ -1454,7 +1523,10 @@ static int op_takes(op_id op, int flag)
     case NULL_X:
         return op != OP_BACKWARD_DATA && op != OP_BACKWARD_BIAS;
     case NULL_W:
-        return op == OP_FORWARD || op == OP_FORWARD_NO_BIAS || op == OP_BACKWARD_DATA;
+        return op == OP_FORWARD || op == OP_FORWARD_NO_BIAS || op == OP_BACKWARD_DATA ||
+               op == OP_BACKWARD_DX || op == OP_BACKWARD_DW || op == OP_BACKWARD_DB;
+    case NULL_OUT: /* cg_conv2d_backward's db may be NULL */
+        return op != OP_BACKWARD_DB;
     case NULL_DY:
         return op != OP_FORWARD && op != OP_FORWARD_NO_BIAS;
     default:
@@ -1463,7 +1535,8 @@ static int op_takes(op_id op, int flag)
 }
 
 /* Each operation's output argument, as its public function names it. */
-static const char *const OUTPUT_NAMES[OP_COUNT] = {"y", "y", "dx", "dw", "db", "dw", "db"};
+static const char *const OUTPUT_NAMES[OP_COUNT] = {"y",  "y",  "dx", "dw", "db",
+                                                   "dw", "db", "dx", "dw", "db"};
 
 /* The row's detail (in `got`), exactly, and in cg_conv2d's words only. */
 static void check_detail(tally *t, const err_row *row, op_id op, const char *where, const char *got)
@@ -1499,6 +1572,15 @@ static cg_status call_public(const problem *p, const cg_conv2d *conv, op_id op, 
         return cg_conv2d_backward_weights_bias(conv, x, dy, out, fused_db(p), mask);
     case OP_WEIGHTS_BIAS_DB:
         return cg_conv2d_backward_weights_bias(conv, x, dy, fused_dw(p), out, mask);
+    case OP_BACKWARD_DX: /* the checked output NULL or not, the others given */
+        return cg_conv2d_backward(conv, x, dy, w, out, backward_out(p, OP_BACKWARD_DW),
+                                  backward_out(p, OP_BACKWARD_DB), mask);
+    case OP_BACKWARD_DW:
+        return cg_conv2d_backward(conv, x, dy, w, backward_out(p, OP_BACKWARD_DX), out,
+                                  backward_out(p, OP_BACKWARD_DB), mask);
+    case OP_BACKWARD_DB:
+        return cg_conv2d_backward(conv, x, dy, w, backward_out(p, OP_BACKWARD_DX),
+                                  backward_out(p, OP_BACKWARD_DW), out, mask);
     default:
         return cg_conv2d_backward_bias(conv, dy, out, mask);
     }
@@ -1544,7 +1626,7 @@ static void run_row(tally *t, const err_row *row, problem *p, cg_layout layout, 
     row->mutate(&bad);
     const cg_conv2d bad_copy = bad;
     const int mask = (row->flags & MASK_ZERO) ? 0 : 0x3;
-    const int null_arg = row->flags & (NULL_X | NULL_W | NULL_DY);
+    const int null_arg = row->flags & (NULL_X | NULL_W | NULL_DY | NULL_OUT);
     for (int op = 0; op < OP_COUNT; ++op) {
         if (null_arg && !op_takes((op_id)op, null_arg))
             continue;
@@ -1718,7 +1800,10 @@ static const char *const FUNCTION_NAMES[OP_COUNT] = {"cg_conv2d_forward",
                                                      "cg_conv2d_backward_weights",
                                                      "cg_conv2d_backward_bias",
                                                      "cg_conv2d_backward_weights_bias",
-                                                     "cg_conv2d_backward_weights_bias"};
+                                                     "cg_conv2d_backward_weights_bias",
+                                                     "cg_conv2d_backward",
+                                                     "cg_conv2d_backward",
+                                                     "cg_conv2d_backward"};
 
 typedef struct inside_ctx {
     const problem *p;

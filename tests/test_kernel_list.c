@@ -609,8 +609,23 @@ static void check_dwconv_shape(cg_dwconv_rows_fn *fn, const char *name, const cg
     double *db_sums = dtype_size == 4 ? malloc(sizeof(double) * (size_t)(channels + 1)) : NULL;
     if (db_sums)
         db_sums[channels] = (double)CANARY;
-    fn(&plan, dy, x, c_first, c_last, first, last, acc, got, db_sums);
+    fn(&plan, dy, x, c_first, c_last, first, last, acc, 0, got, db_sums);
     dwconv_rows_oracle(&plan, dy, x, c_first, c_last, first, last, want, abs_sum);
+    /* the same sum in three calls, the sums resting in acc between them
+     * (cut mid-row and at a prime): the bits of one call */
+    float *again = malloc(sizeof(float) * (size_t)out_n);
+    double *db_again = db_sums ? malloc(sizeof(double) * (size_t)channels) : NULL;
+    const int64_t cut1 = first + (last - first) / 3, cut2 = cut1 + 7 < last ? cut1 + 7 : last;
+    fn(&plan, dy, x, c_first, c_last, first, cut1, acc, 0, NULL, db_again);
+    fn(&plan, dy, x, c_first, c_last, cut1, cut2, acc, 1, NULL, db_again);
+    fn(&plan, dy, x, c_first, c_last, cut2, last, acc, 1, again, db_again);
+    cr_assert(memcmp(again, got, sizeof(float) * (size_t)out_n) == 0,
+              "%s: C %d fp%zu: the sum in three calls differs from one call's", name, s->cin,
+              dtype_size * 8);
+    cr_assert(!db_sums || memcmp(db_again, db_sums, sizeof(double) * (size_t)channels) == 0,
+              "%s: C %d: the db sums in three calls differ from one call's", name, s->cin);
+    free(again);
+    free(db_again);
     for (int64_t c = 0; db_sums && c <= channels; c++) {
         double chain = c < channels ? 0.0 : (double)CANARY; /* past the channels: untouched */
         for (int64_t row = first; c < channels && row < last; row++)

@@ -24,17 +24,19 @@ CG_INLINE_BODY void cg_multiply_add(float *restrict acc, const float *restrict d
  * m times) would cost a copy a tap; acc[(tap * m + j) * groups + g]. */
 CG_INLINE_BODY void cg_dwconv_rows_multiplied(const cg_plan *plan, const void *dy, const void *x,
                                               int64_t c_first, int64_t c_last, int64_t first,
-                                              int64_t last, float *acc, float *dst, double *db_sums,
-                                              const int64_t m)
+                                              int64_t last, float *acc, int resume, float *dst,
+                                              double *db_sums, const int64_t m)
 {
     const int64_t channels = c_last - c_first, taps = plan->taps;
     const int64_t groups = channels / m;
     const int fp32 = plan->dtype_size == sizeof(float);
     float dy_floats[CG_DEPTHWISE_MAX_BLOCK], x_floats[CG_DEPTHWISE_MAX_BLOCK];
     float planes[CG_DEPTHWISE_MAX_BLOCK];
-    memset(acc, 0, (size_t)(taps * channels) * sizeof(float));
-    if (db_sums)
-        memset(db_sums, 0, (size_t)channels * sizeof(double));
+    if (!resume) {
+        memset(acc, 0, (size_t)(taps * channels) * sizeof(float));
+        if (db_sums)
+            memset(db_sums, 0, (size_t)channels * sizeof(double));
+    }
     cg_pixel px = cg_pixel_of_row(plan, first);
     for (int64_t row = first; row < last; row++, cg_next_pixel(plan, &px)) {
         const float *dy_row = dy_floats;
@@ -66,7 +68,7 @@ CG_INLINE_BODY void cg_dwconv_rows_multiplied(const cg_plan *plan, const void *d
                                     dy_row + j * groups, x_row, groups);
             }
     }
-    for (int64_t g = 0; g < groups; g++) /* tap-major sums -> dw rows [c][tap] */
+    for (int64_t g = 0; dst && g < groups; g++) /* tap-major sums -> dw rows [c][tap] */
         for (int64_t j = 0; j < m; j++)
             for (int64_t tap = 0; tap < taps; tap++)
                 dst[(g * m + j) * taps + tap] = acc[(tap * m + j) * groups + g];
@@ -77,12 +79,14 @@ CG_INLINE_BODY void cg_dwconv_rows_multiplied(const cg_plan *plan, const void *d
  * fast). */
 CG_INLINE_BODY void cg_dwconv_rows_body(const cg_plan *plan, const void *dy, const void *x,
                                         int64_t c_first, int64_t c_last, int64_t first,
-                                        int64_t last, float *acc, float *dst, double *db_sums)
+                                        int64_t last, float *acc, int resume, float *dst,
+                                        double *db_sums)
 {
     if (plan->cout_g == 1)
-        cg_dwconv_rows_multiplied(plan, dy, x, c_first, c_last, first, last, acc, dst, db_sums, 1);
+        cg_dwconv_rows_multiplied(plan, dy, x, c_first, c_last, first, last, acc, resume, dst,
+                                  db_sums, 1);
     else
-        cg_dwconv_rows_multiplied(plan, dy, x, c_first, c_last, first, last, acc, dst, db_sums,
-                                  plan->cout_g);
+        cg_dwconv_rows_multiplied(plan, dy, x, c_first, c_last, first, last, acc, resume, dst,
+                                  db_sums, plan->cout_g);
 }
 #endif

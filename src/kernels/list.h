@@ -129,12 +129,14 @@ typedef void cg_pack_transposed_fn(float *dst, int64_t mr, int64_t m, int64_t n,
  * holds taps * (c_last - c_first) floats. With db_sums (fp32 only; NULL:
  * none), also the bias gradient's sums while dy is in cache:
  * db_sums[c - c_first] = the sum of dy[row][c] over the rows, from zero in
- * row order (one chain of double adds: cg_sum_rows_fn's bits).
+ * row order (one chain of double adds: cg_sum_rows_fn's bits). A sum may
+ * go in several calls over consecutive rows, with the bits of one: dst NULL
+ * leaves the sums in acc (and db_sums), and `resume` adds to them there.
  * dwconv_rows kernels serve every kernel size, dilation and multiplier,
  * dwconv3x3_rows kernels 3x3 of dilation 1 and multiplier 1 only. */
 typedef void cg_dwconv_rows_fn(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                               int64_t c_last, int64_t first, int64_t last, float *acc, float *dst,
-                               double *db_sums);
+                               int64_t c_last, int64_t first, int64_t last, float *acc, int resume,
+                               float *dst, double *db_sums);
 typedef cg_dwconv_rows_fn cg_dwconv3x3_rows_fn;
 
 /* Grouped weight gradient, G = cin_g = cout_g channels a group (G <=

@@ -385,10 +385,10 @@ cg_f32_grouped_pixel_avx2(float *restrict out, int64_t ld, const float *restrict
  * (kernels/dwconv_rows_body.h), vectorised by the compiler for AVX2 + FMA. */
 __attribute__((target("avx2,fma"))) void
 cg_f32_dwconv_rows_avx2(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                        int64_t c_last, int64_t first, int64_t last, float *acc, float *dst,
-                        double *db_sums)
+                        int64_t c_last, int64_t first, int64_t last, float *acc, int resume,
+                        float *dst, double *db_sums)
 {
-    cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, dst, db_sums);
+    cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, resume, dst, db_sums);
 }
 
 /* ---- grouped, a few channels a group (kernels/grouped_rows_body.h) ---- */
@@ -601,7 +601,7 @@ static int64_t pixel_tile(const cg_plan *p)
  * them from the cache (fp32). */
 AVX2_F16C static inline __attribute__((always_inline)) void
 tiles(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t c_last,
-      int64_t first, int64_t last, float *acc, double *db_sums, const int asks)
+      int64_t first, int64_t last, float *acc, int resume, double *db_sums, const int asks)
 {
     const int half = p->dtype_size == 2;
     const int64_t tile = asks ? cg_prefetch_tile(p) : pixel_tile(p);
@@ -615,9 +615,9 @@ tiles(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t 
         for (int64_t c = c_first; c < c_last; c += LANES) {
             float *saved = acc + (c - c_first) * TAPS3;
             if (half)
-                block8(p, dy, x, c, t0, t1, saved, t0 != first, 1, asks ? &next : NULL);
+                block8(p, dy, x, c, t0, t1, saved, resume || t0 != first, 1, asks ? &next : NULL);
             else
-                block8(p, dy, x, c, t0, t1, saved, t0 != first, 0, asks ? &next : NULL);
+                block8(p, dy, x, c, t0, t1, saved, resume || t0 != first, 0, asks ? &next : NULL);
         }
         if (db_sums)
             cg_f32_sum_rows_avx2(db_sums, (const float *)dy + t0 * p->cout + c_first, p->cout,
@@ -628,16 +628,16 @@ tiles(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t 
 /* Each its own function, as on AVX-512. */
 AVX2_F16C static __attribute__((noinline)) void
 tiles_asking(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t c_last,
-             int64_t first, int64_t last, float *acc, double *db_sums)
+             int64_t first, int64_t last, float *acc, int resume, double *db_sums)
 {
-    tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, 1);
+    tiles(p, dy, x, c_first, c_last, first, last, acc, resume, db_sums, 1);
 }
 
 AVX2_F16C static __attribute__((noinline)) void
 tiles_plain(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t c_last,
-            int64_t first, int64_t last, float *acc, double *db_sums)
+            int64_t first, int64_t last, float *acc, int resume, double *db_sums)
 {
-    tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, 0);
+    tiles(p, dy, x, c_first, c_last, first, last, acc, resume, db_sums, 0);
 }
 
 /* Whole blocks of 8 channels here; the last few channels, if any, on the
@@ -645,24 +645,26 @@ tiles_plain(const cg_plan *p, const void *dy, const void *x, int64_t c_first, in
  * under the sanitizers dominates the build). */
 AVX2_F16C void cg_f32_dwconv3x3_rows_avx2(const cg_plan *p, const void *dy, const void *x,
                                           int64_t c_first, int64_t c_last, int64_t first,
-                                          int64_t last, float *acc, float *dst, double *db_sums)
+                                          int64_t last, float *acc, int resume, float *dst,
+                                          double *db_sums)
 {
     const int64_t c_whole = c_first + (c_last - c_first) / LANES * LANES;
-    if (db_sums)
+    if (db_sums && !resume)
         memset(db_sums, 0, (size_t)(c_whole - c_first) * sizeof(double));
     if (c_whole == c_last && cg_tile_prefetch_pays(p, c_first, c_last, LANES))
-        tiles_asking(p, dy, x, c_first, c_whole, first, last, acc, db_sums);
+        tiles_asking(p, dy, x, c_first, c_whole, first, last, acc, resume, db_sums);
     else
-        tiles_plain(p, dy, x, c_first, c_whole, first, last, acc, db_sums);
-    for (int64_t c = c_first; c < c_whole; c += LANES) { /* [tap][c] -> dw rows [c][tap] */
+        tiles_plain(p, dy, x, c_first, c_whole, first, last, acc, resume, db_sums);
+    for (int64_t c = c_first; dst && c < c_whole; c += LANES) { /* [tap][c] -> dw rows [c][tap] */
         const float *saved = acc + (c - c_first) * TAPS3;
         for (int64_t k = 0; k < LANES; k++)
             for (int t = 0; t < TAPS3; t++)
                 dst[(c - c_first + k) * TAPS3 + t] = saved[t * LANES + k];
     }
-    if (c_whole < c_last)
-        cg_dwconv_rows_body(p, dy, x, c_whole, c_last, first, last, acc,
-                            dst + (c_whole - c_first) * TAPS3,
+    if (c_whole < c_last) /* their sums after the blocks', which may be resumed */
+        cg_dwconv_rows_body(p, dy, x, c_whole, c_last, first, last,
+                            acc + (c_whole - c_first) * TAPS3, resume,
+                            dst ? dst + (c_whole - c_first) * TAPS3 : NULL,
                             db_sums ? db_sums + (c_whole - c_first) : NULL);
 }
 

@@ -232,8 +232,8 @@ static int64_t block_end(int64_t c, int64_t c_first, int64_t c_last, int64_t hea
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline
     __attribute__((always_inline)) void
     tiles(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t c_last,
-          int64_t first, int64_t last, float *acc, double *db_sums, int64_t head, const int asks,
-          const int stride1)
+          int64_t first, int64_t last, float *acc, int resume, double *db_sums, int64_t head,
+          const int asks, const int stride1)
 {
     const int half = p->dtype_size == 2;
     const int64_t tile = cg_prefetch_tile(p);
@@ -250,13 +250,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline
             const int64_t channels = block_end(c, c_first, c_last, head) - c;
             float *saved = acc + (c - c_first) * TAPS;
             cg_tile_prefetch *ask = asks ? &next : NULL;
-            const int resume = t0 != first;
+            const int resumes = resume || t0 != first;
             if (half && channels == VECS * LANES)
-                block32(p, dy, x, c, channels, t0, t1, saved, resume, 1, 1, stride1, ask);
+                block32(p, dy, x, c, channels, t0, t1, saved, resumes, 1, 1, stride1, ask);
             else if (half)
-                block32(p, dy, x, c, channels, t0, t1, saved, resume, 1, 0, stride1, ask);
+                block32(p, dy, x, c, channels, t0, t1, saved, resumes, 1, 0, stride1, ask);
             else
-                block32(p, dy, x, c, channels, t0, t1, saved, resume, 0, 0, stride1, ask);
+                block32(p, dy, x, c, channels, t0, t1, saved, resumes, 0, 0, stride1, ask);
         }
         if (db_sums)
             cg_f32_sum_rows_avx512(db_sums, (const float *)dy + t0 * p->cout + c_first, p->cout,
@@ -268,31 +268,31 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline
  * one was measured 3-4% slower (mbv1_dw_112). */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static __attribute__((noinline)) void
 tiles_asking(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t c_last,
-             int64_t first, int64_t last, float *acc, double *db_sums, int64_t head)
+             int64_t first, int64_t last, float *acc, int resume, double *db_sums, int64_t head)
 {
     if (p->stride_w == 1)
-        tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, head, 1, 1);
+        tiles(p, dy, x, c_first, c_last, first, last, acc, resume, db_sums, head, 1, 1);
     else
-        tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, head, 1, 0);
+        tiles(p, dy, x, c_first, c_last, first, last, acc, resume, db_sums, head, 1, 0);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static __attribute__((noinline)) void
 tiles_plain(const cg_plan *p, const void *dy, const void *x, int64_t c_first, int64_t c_last,
-            int64_t first, int64_t last, float *acc, double *db_sums, int64_t head)
+            int64_t first, int64_t last, float *acc, int resume, double *db_sums, int64_t head)
 {
     if (p->stride_w == 1)
-        tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, head, 0, 1);
+        tiles(p, dy, x, c_first, c_last, first, last, acc, resume, db_sums, head, 0, 1);
     else
-        tiles(p, dy, x, c_first, c_last, first, last, acc, db_sums, head, 0, 0);
+        tiles(p, dy, x, c_first, c_last, first, last, acc, resume, db_sums, head, 0, 0);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void
 cg_f32_dwconv3x3_rows_avx512(const cg_plan *p, const void *dy, const void *x, int64_t c_first,
-                             int64_t c_last, int64_t first, int64_t last, float *acc, float *dst,
-                             double *db_sums)
+                             int64_t c_last, int64_t first, int64_t last, float *acc, int resume,
+                             float *dst, double *db_sums)
 {
     const int64_t head = head_block(p, x, c_first, c_last);
-    if (db_sums)
+    if (db_sums && !resume)
         memset(db_sums, 0, (size_t)(c_last - c_first) * sizeof(double));
     /* Asking for the next tile: on an AMD EPYC of family 26, mbv1_dw_28_s2
      * 2.0-2.4x (docs/design.md); on an Intel Xeon of family 6 model 207,
@@ -302,10 +302,10 @@ cg_f32_dwconv3x3_rows_avx512(const cg_plan *p, const void *dy, const void *x, in
      * fp16 0.99-1.30x). The AVX2 kernel's 32-byte pieces still gain from
      * asking there (mbv1_dw_28_s2 1.16x, 1 core). */
     if (cg_tile_prefetch_pays(p, c_first, c_last, VECS * LANES) && !cg_cpu_has(CG_CPU_INTEL))
-        tiles_asking(p, dy, x, c_first, c_last, first, last, acc, db_sums, head);
+        tiles_asking(p, dy, x, c_first, c_last, first, last, acc, resume, db_sums, head);
     else
-        tiles_plain(p, dy, x, c_first, c_last, first, last, acc, db_sums, head);
-    for (int64_t c = c_first; c < c_last; c = block_end(c, c_first, c_last, head)) {
+        tiles_plain(p, dy, x, c_first, c_last, first, last, acc, resume, db_sums, head);
+    for (int64_t c = c_first; dst && c < c_last; c = block_end(c, c_first, c_last, head)) {
         const int64_t channels = block_end(c, c_first, c_last, head) - c; /* [tap][c] -> [c][tap] */
         const float *saved = acc + (c - c_first) * TAPS;
         for (int64_t k = 0; k < channels; k++)
@@ -691,10 +691,10 @@ cg_f32_grouped_pixel_avx512(float *restrict out, int64_t ld, const float *restri
  * (kernels/dwconv_rows_body.h), vectorised by the compiler for AVX-512. */
 __attribute__((target("avx512f"))) void
 cg_f32_dwconv_rows_avx512(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                          int64_t c_last, int64_t first, int64_t last, float *acc, float *dst,
-                          double *db_sums)
+                          int64_t c_last, int64_t first, int64_t last, float *acc, int resume,
+                          float *dst, double *db_sums)
 {
-    cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, dst, db_sums);
+    cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, resume, dst, db_sums);
 }
 
 /* ---- grouped, a few channels a group (kernels/grouped_rows_body.h) ---- */

@@ -48,10 +48,10 @@ void cg_f32_grouped_pixel_ref(float *restrict out, int64_t ld, const float *rest
 }
 
 void cg_f32_dwconv_rows_ref(const cg_plan *plan, const void *dy, const void *x, int64_t c_first,
-                            int64_t c_last, int64_t first, int64_t last, float *acc, float *dst,
-                            double *db_sums)
+                            int64_t c_last, int64_t first, int64_t last, float *acc, int resume,
+                            float *dst, double *db_sums)
 {
-    cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, dst, db_sums);
+    cg_dwconv_rows_body(plan, dy, x, c_first, c_last, first, last, acc, resume, dst, db_sums);
 }
 
 enum { LANES = 16 };
