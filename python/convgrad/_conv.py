@@ -127,6 +127,10 @@ class Convolution:
     def backward_weights_bias(self, x, dy, dw, db, core_mask=None):
         self._run(lib.cg_conv2d_backward_weights_bias, x, dy, dw, db, core_mask=core_mask)
 
+    def backward(self, x, dy, w, dx, dw, db, core_mask=None):
+        """dx, dw and db (None: no bias gradient) in one call."""
+        self._run(lib.cg_conv2d_backward, x, dy, w, dx, dw, db, core_mask=core_mask)
+
 
 def _hashable(v):
     return tuple(_hashable(e) for e in v) if isinstance(v, (list, tuple)) else v
@@ -197,6 +201,23 @@ def conv2d_weight(x, dy, kernel_size, *, stride=1, padding=0, dilation=1, groups
     conv.backward_weights(checked(x, "x", conv.x_shape), checked(dy, "dy", conv.y_shape),
                           dw.ctypes.data, core_mask)
     return dw
+
+
+def conv2d_backward(x, dy, w, *, bias=True, stride=1, padding=0, dilation=1, groups=1,
+                    layout="NHWC", core_mask=None):
+    """(dx, dw, db): the whole backward pass in one call, new arrays with the
+    bits of conv2d_input, conv2d_weight and conv2d_bias (db None where bias
+    is False). A depthwise NHWC layer of stride 1 reads dy from memory once
+    for all three."""
+    x_shape, w_shape = four_d(x, "x"), four_d(w, "w")
+    conv = convolution(layout, x_shape, w_shape[0], _kernel_of(w_shape, layout), stride, padding,
+                       dilation, groups)
+    dx, dw = np.empty(conv.x_shape, np.float32), np.empty(conv.w_shape, np.float32)
+    db = np.empty(conv.b_shape, np.float32) if bias else None
+    conv.backward(checked(x, "x", conv.x_shape), checked(dy, "dy", conv.y_shape),
+                  checked(w, "w", conv.w_shape), dx.ctypes.data, dw.ctypes.data,
+                  None if db is None else db.ctypes.data, core_mask)
+    return dx, dw, db
 
 
 def conv2d_bias(dy, *, stride=1, padding=0, dilation=1, groups=1, layout="NHWC", core_mask=None):

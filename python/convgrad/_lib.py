@@ -117,6 +117,7 @@ def _declare(lib):
         "cg_conv2d_backward_weights": (I, [conv, P, P, P, I]),
         "cg_conv2d_backward_bias": (I, [conv, P, P, I]),
         "cg_conv2d_backward_weights_bias": (I, [conv, P, P, P, P, I]),
+        "cg_conv2d_backward": (I, [conv, P, P, P, P, P, P, I]),
         "cg_grad_filter_workspace_bytes": (ctypes.c_size_t, [param, I, ctypes.c_size_t]),
         "cg_grad_filter_min_buffer_size": (I, [param, ctypes.c_size_t]),
         "cg_fp_conv_grad_filter_s": (I, [P, P, P, P, param, I]),

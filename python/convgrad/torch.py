@@ -95,11 +95,18 @@ class Conv2dFunction(torch.autograd.Function):
         x, weight = ctx.saved_tensors
         conv, core_mask, dy = ctx.conv, ctx.core_mask, dy.contiguous()
         dx = dw = db = None
-        if ctx.needs_input_grad[0]:
-            dx = _input_grad(conv, weight, dy, core_mask)
         want_db = ctx.has_bias and ctx.needs_input_grad[2]
         if want_db:
             db = _new(conv.b_shape)
+        if ctx.needs_input_grad[0] and ctx.needs_input_grad[1]:  # all in one call
+            dx, dw = _new(conv.x_shape), _new(conv.w_shape)
+            conv.backward(_address(x, "input", conv.x_shape),
+                          _address(dy, "grad_output", conv.y_shape),
+                          _address(weight, "weight", conv.w_shape), dx.data_ptr(), dw.data_ptr(),
+                          None if db is None else db.data_ptr(), core_mask)
+            return dx, dw, db, None, None
+        if ctx.needs_input_grad[0]:
+            dx = _input_grad(conv, weight, dy, core_mask)
         if ctx.needs_input_grad[1] and want_db:  # one pass over dy for both
             dw = _new(conv.w_shape)
             conv.backward_weights_bias(_address(x, "input", conv.x_shape),

@@ -34,7 +34,13 @@ def test_training_step(index, rng):
     ]
     for g, ref, bound in zip(got, refs, bounds):
         assert_close(g, to_layout(ref, layout), to_layout(bound, layout))
-    assert_close(convgrad.conv2d_bias(DY, **kw), refs[3], bounds[3])
+    db = convgrad.conv2d_bias(DY, **kw)
+    assert_close(db, refs[3], bounds[3])
+    # the whole backward in one call: the separate calls' bits
+    dx, dw, db1 = convgrad.conv2d_backward(X, DY, W, **kw)
+    assert dx.tobytes() == got[1].tobytes() and dw.tobytes() == got[2].tobytes()
+    assert db1.tobytes() == db.tobytes()
+    assert convgrad.conv2d_backward(X, DY, W, bias=False, **kw)[2] is None
 
 
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
