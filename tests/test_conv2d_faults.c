@@ -204,3 +204,67 @@ Test(conv2d_faults, nchw_own_path_exact, .timeout = 120.0)
             buffers_free(&f);
         }
 }
+
+/* cg_conv2d_backward of a depthwise NHWC layer of stride 1 (dx computed
+ * inside the weight gradient, in one launch): a core's scratch that cannot
+ * be had leaves dx, dw and db untouched; the next call is exact. Cores 24
+ * and 25. */
+Test(conv2d_faults, backward_in_pieces_nothing_written, .timeout = 120.0)
+{
+    const cg_conv2d c = {.layout = CG_LAYOUT_NHWC,
+                         .batch = 2,
+                         .in_h = 9,
+                         .in_w = 8,
+                         .in_c = 16,
+                         .out_c = 16,
+                         .kernel_h = 3,
+                         .kernel_w = 3,
+                         .groups = 16,
+                         .stride_h = 1,
+                         .stride_w = 1,
+                         .dilation_h = 1,
+                         .dilation_w = 1,
+                         .pad_top = 1,
+                         .pad_bottom = 1,
+                         .pad_left = 1,
+                         .pad_right = 1};
+    const int mask = 0x3000000;
+    cgt_rng r;
+    cgt_rng_seed(&r, cgt_mix64(cgt_base_seed() ^ 0xbac4u));
+    const size_t nx = cref_x_elems(&c), nw = cref_w_elems(&c), nb = (size_t)c.out_c;
+    float *x = integers(&r, nx), *w = integers(&r, nw), *dy = integers(&r, cref_y_elems(&c));
+    float *out[3] = {integers(&r, nx), integers(&r, nw), integers(&r, nb)};
+    const size_t n[3] = {nx, nw, nb};
+    float *before[3], *want[3];
+    for (int k = 0; k < 3; k++) {
+        before[k] = malloc(n[k] * sizeof(float));
+        want[k] = malloc(n[k] * sizeof(float));
+        cr_assert(before[k] && want[k]);
+        memcpy(before[k], out[k], n[k] * sizeof(float));
+    }
+    cref_backward_data_f32(&c, dy, w, want[0]);
+    cref_backward_weights_f32(&c, x, dy, want[1]);
+    cref_backward_bias_f32(&c, dy, want[2]);
+    static const char *const names[3] = {"dx", "dw", "db"};
+    cg_fault_arm(CG_FAULT_SCRATCH_ALLOC, 1, -1);
+    cg_status st = cg_conv2d_backward(&c, x, dy, w, out[0], out[1], out[2], mask);
+    const long fired = cg_fault_failures(CG_FAULT_SCRATCH_ALLOC);
+    cg_fault_disarm_all();
+    cr_expect_eq(st, CG_ERR_NO_MEMORY, "cg_conv2d_backward: status %d", st);
+    cr_expect(fired > 0, "cg_conv2d_backward: the fault never fired");
+    for (int k = 0; k < 3; k++)
+        cr_expect(memcmp(out[k], before[k], n[k] * sizeof(float)) == 0,
+                  "cg_conv2d_backward: the failed call wrote %s", names[k]);
+    st = cg_conv2d_backward(&c, x, dy, w, out[0], out[1], out[2], mask);
+    cr_expect_eq(st, CG_OK, "cg_conv2d_backward: the next call's status %d", st);
+    for (int k = 0; k < 3; k++) {
+        cr_expect(memcmp(out[k], want[k], n[k] * sizeof(float)) == 0,
+                  "cg_conv2d_backward: the next call's %s is not exact", names[k]);
+        free(out[k]);
+        free(before[k]);
+        free(want[k]);
+    }
+    free(x);
+    free(w);
+    free(dy);
+}
