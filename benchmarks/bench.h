@@ -199,7 +199,7 @@ enum train_impl { TRAIN_CONVGRAD, TRAIN_ONEDNN, NTRAIN };
  * forward_training (with bias), backward data, backward weights with
  * diff_bias (one primitive), and the whole backward: the two. The step is
  * the forward and the whole backward: convgrad's bwd-d and bwd-w are timed
- * alone, after its step's calls, for the phase table. */
+ * alone, before its step's calls, for the phase table. */
 enum { PH_FWD, PH_BWD_DATA, PH_BWD_WEIGHTS, PH_BWD, NPHASE };
 
 /* A phase's FLOPs in convolutions' (the whole backward: two). */

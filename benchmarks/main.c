@@ -833,6 +833,7 @@ typedef struct runner {
     int train;
     onednn_train *tdnn;
     float *y, *dx, *tdw, *db; /* its outputs (oneDNN's dw reordered to OHWI after the rounds) */
+    float *alone; /* convgrad's backward phases timed alone: their dx, dw, db (not checked) */
     double *tph;              /* NPHASE seconds per timed round, then per warm step */
     check tchk[4], tpeer[4];  /* y, dx, dw, db: against the references; against oneDNN's */
     check tgrad;              /* dw against fp_conv_grad_filter_s's on the same mask */
@@ -874,14 +875,15 @@ static double run_train_once(runner *r, layer_ctx *c, double ph[NPHASE])
         ph[PH_BWD] = ph[PH_BWD_DATA] + ph[PH_BWD_WEIGHTS];
         return ph[PH_FWD] + ph[PH_BWD];
     }
-    /* the two backward phases alone, then the step (its backward right
-     * after its forward, as in a training loop; its outputs the last
-     * written, which the checks read) */
+    /* the two backward phases alone (into buffers of their own: the step's
+     * outputs are its calls' alone, NaN where they never wrote), then the
+     * step, its backward right after its forward as in a training loop */
     cg_status st[4];
     const double t0 = bench_now();
-    st[0] = cg_conv2d_backward_data(&c->cv, c->dy, c->w, r->dx, r->mask);
+    float *dx = r->alone, *dw = dx + (size_t)c->s.n * c->s.h * c->s.w * c->s.cin;
+    st[0] = cg_conv2d_backward_data(&c->cv, c->dy, c->w, dx, r->mask);
     const double t1 = bench_now();
-    st[1] = cg_conv2d_backward_weights_bias(&c->cv, c->x, c->dy, r->tdw, r->db, r->mask);
+    st[1] = cg_conv2d_backward_weights_bias(&c->cv, c->x, c->dy, dw, dw + dw_elems(&c->s), r->mask);
     const double t2 = bench_now();
     st[2] = cg_conv2d_forward(&c->cv, c->x, c->w, c->b, r->y, r->mask);
     const double t3 = bench_now();
@@ -1618,6 +1620,8 @@ static void run_layer(run_state *st, int li)
                 nan_fill(r->dx, nx);
                 nan_fill(r->tdw, ndw);
                 nan_fill(r->db, (size_t)c.s.cout);
+                if (impl == TRAIN_CONVGRAD)
+                    r->alone = xalloc((nx + ndw + (size_t)c.s.cout) * sizeof(float));
                 if (impl == TRAIN_ONEDNN) {
                     r->tdnn = onednn_train_create(&c.s, r->cores, c.x, c.w, c.b, c.dy, r->y, r->dx,
                                                   r->db, terr, sizeof terr);
@@ -1995,6 +1999,7 @@ static void run_layer(run_state *st, int li)
         free(r->y);
         free(r->dx);
         free(r->tdw);
+        free(r->alone);
         free(r->db);
         free(r->tph);
     }

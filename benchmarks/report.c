@@ -423,9 +423,9 @@ void print_train_table(void)
         g_train_reps_asked < g_reps_asked
             ? " (fewer than the filter gradient's, spread evenly over its rounds)"
             : " (the filter gradient's rounds)");
-    say("%-15s %6s %5s  %-67s  %-67s\n", "", "", "",
-        "---------------------- warm (repeated steps) ----------------------",
-        "--------------------------- interleaved ---------------------------");
+    say("%-15s %6s %5s  %-71s  %-71s\n", "", "", "",
+        "------------------------ warm (repeated steps) ------------------------",
+        "----------------------------- interleaved -----------------------------");
     char head[160];
     snprintf(head, sizeof head, "%11s %10s %7s %8s %7s %7s %7s %7s", "convgrad ms", "oneDNN ms",
              "ratio", "GFLOP/s", "fwd", "bwd-d", "bwd-w", "bwd");

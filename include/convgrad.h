@@ -295,8 +295,9 @@ cg_status cg_conv2d_backward_weights_bias(const cg_conv2d *conv, const float *x,
  * depthwise NHWC layer of stride 1 computes dx from each piece of dy while
  * the weight gradient has it in cache, reading dy from memory once where
  * the separate calls read it twice. Nothing is written on an argument
- * error; where the layer is not one of those and CG_ERR_NO_MEMORY is
- * returned, dx may have been written, dw and db not.
+ * error; on other layers, which run the two calls in turn, a failure of the
+ * second (CG_ERR_NO_MEMORY, or CG_ERR_CORE_BUSY where another launch took a
+ * core in between) leaves dx written and dw, db not.
  */
 cg_status cg_conv2d_backward(const cg_conv2d *conv, const float *x, const float *dy, const float *w,
                              float *dx, float *dw, float *db, int core_mask);

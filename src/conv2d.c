@@ -2558,8 +2558,8 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
 
 /* ---- the whole backward pass: dx by the weight gradient's pieces ------- */
 
-/* cg_conv2d_backward of a depthwise NHWC layer of stride 1 (multiplier 1,
- * every channel in one depthwise block): its input gradient runs inside
+/* cg_conv2d_backward of a depthwise NHWC layer of stride 1 (multiplier 1):
+ * its input gradient runs inside
  * the weight gradient, a piece of each core's slice of dy at a time: after
  * the weight gradient has read a piece's dy (and x), the input gradient's
  * rows whose last dy row is in that piece are computed from the dy still
@@ -2571,7 +2571,7 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
 static int backward_in_pieces(const cg_conv2d *conv, const cg_plan *p)
 {
     return conv->layout == CG_LAYOUT_NHWC && p->cin_g == 1 && p->cout_g == 1 && p->stride_h == 1 &&
-           p->stride_w == 1 && cg_depthwise_kernels_take(p) && cg_weights_pieces(p);
+           p->stride_w == 1 && cg_depthwise_kernels_take(p);
 }
 
 /* About this much of dy a piece: with its x, well inside L2 beside the

@@ -109,11 +109,6 @@ static int64_t depthwise_block(const cg_plan *p)
     return block < p->cout_g ? p->cout_g : block;
 }
 
-int cg_weights_pieces(const cg_plan *p)
-{
-    return cg_depthwise_kernels_take(p) && depthwise_block(p) >= p->cout;
-}
-
 /* Rows a pass of the general path: one number for the shape, whichever
  * core runs which part, since a pass is a step of every sum's order. */
 static int64_t pass_rows(const cg_weights_call *c, int64_t slices)
@@ -193,12 +188,15 @@ static int whole_into_out(const cg_weights_call *c, const share *s)
 }
 
 /* By slices, the scratch ahead of a core's partials: the packing space (or
- * the depthwise accumulators), the same on every core that has slices. */
-static int64_t slices_pack_floats(const cg_plan *p, int64_t kc)
+ * the depthwise accumulators: of a block, or of every block where a slice
+ * goes in pieces), the same on every core that has slices. */
+static int64_t slices_pack_floats(const cg_weights_call *c, int64_t kc)
 {
+    const cg_plan *p = &c->plan;
     const cg_dw_block all = whole_dw(p);
-    return cg_depthwise_kernels_take(p) ? p->taps * depthwise_block(p)
-                                        : cg_general_scratch_floats(p, kc, &all);
+    if (!cg_depthwise_kernels_take(p))
+        return cg_general_scratch_floats(p, kc, &all);
+    return p->taps * (c->after_piece ? p->cout : depthwise_block(p));
 }
 
 /* By slices with more cores than slices (general path): slice i's team is
@@ -303,12 +301,12 @@ static share plan_share(const cg_weights_call *c, int rank, int members)
         cg_split_range(s.by_columns ? cg_column_units(p) : s.slices, rank, members, &s.first,
                        &s.last);
     if (s.in_team) {
-        s.pack_floats = slices_pack_floats(p, s.kc);
+        s.pack_floats = slices_pack_floats(c, s.kc);
         s.part_floats = rank == s.holder && !whole_into_out(c, &s) ? (int64_t)p->dw_elems : 0;
     } else if (s.by_columns) {
         s.pack_floats = columns_pack_floats(p, s.kc, s.first, s.last);
     } else if (s.first < s.last) {
-        s.pack_floats = slices_pack_floats(p, s.kc);
+        s.pack_floats = slices_pack_floats(c, s.kc);
         s.held = slices_in_turn(c, &s) ? turn_held(s.slices, members) : s.last - s.first;
         s.part_floats = whole_into_out(c, &s) ? 0 : s.held * (int64_t)p->dw_elems;
     }
@@ -394,18 +392,20 @@ static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, int64
     int64_t r0, r1;
     cg_split_range(p->rows, (int)i, (int)s->slices, &r0, &r1);
     double *db_sums = slice_sums_db(c, s) ? db_slot(c, s, k, scratch) : NULL;
-    if (c->after_piece) { /* one block of every channel (cg_weights_pieces) */
+    const int64_t block = depthwise_block(p);
+    if (c->after_piece) { /* depthwise: every block's sums rest in scratch between pieces */
         float *space = (float *)((char *)scratch + piece_space_at(s));
         for (int64_t a = r0;;) {
             const int64_t b = min64(r1, a + c->piece_rows);
-            cg_depthwise_rows(p, c->dy, c->x, 0, p->cout, a, b, scratch, a > r0,
-                              b == r1 ? dst : NULL, db_sums);
+            for (int64_t c0 = 0; c0 < p->cout; c0 += block)
+                cg_depthwise_rows(
+                    p, c->dy, c->x, c0, min64(p->cout, c0 + block), a, b, scratch + c0 * p->taps,
+                    a > r0, b == r1 ? dst + c0 * p->taps : NULL, db_sums ? db_sums + c0 : NULL);
             c->after_piece(c->piece_ctx, a, b, space);
             if ((a = b) == r1)
                 break;
         }
     } else if (cg_depthwise_kernels_take(p)) {
-        const int64_t block = depthwise_block(p);
         for (int64_t c0 = 0; c0 < p->cout; c0 += block)
             cg_depthwise_rows(p, c->dy, c->x, c0, min64(p->cout, c0 + block), r0, r1, scratch, 0,
                               dst + c0 * p->taps, db_sums ? db_sums + c0 : NULL);
@@ -547,7 +547,7 @@ static int64_t next_slice(const cg_weights_call *c, const share *s, int64_t k)
 static void reduce_slices(const cg_weights_call *c, const share *s, int rank)
 {
     const float *part[CG_MAX_SLICES];
-    const int64_t pack = slices_pack_floats(&c->plan, s->kc); /* this core may have none */
+    const int64_t pack = slices_pack_floats(c, s->kc); /* this core may have none */
     if (slices_in_turn(c, s)) {
         for (int64_t i = 0; i < s->slices; i++)
             part[i] = c->partials[i];

@@ -36,7 +36,9 @@ typedef struct cg_weights_call {
     atomic_llong *slices_taken;
     const float **partials;
     atomic_ullong *column_ranges;
-    /* cg_conv2d_backward (where cg_weights_pieces says): each slice's rows
+    /* cg_conv2d_backward, depthwise sums only (cg_depthwise_kernels_take:
+     * their kernels go through a slice's rows once a block of channels,
+     * so every block can take a piece before the next): each slice's rows
      * go in pieces of `piece_rows`, and after each piece [first, last),
      * while its dy is in cache, after_piece(piece_ctx, first, last, space),
      * space: piece_floats floats of the calling core's own scratch. NULL:
@@ -45,10 +47,6 @@ typedef struct cg_weights_call {
     void *piece_ctx;
     int64_t piece_rows, piece_floats;
 } cg_weights_call;
-
-/* Whether cg_weights_core can call after_piece for p: a depthwise sum of
- * every channel at once (a slice's rows then go once through all). */
-int cg_weights_pieces(const cg_plan *p);
 
 /* Logical core `rank`'s share of c on the cores of c->core_mask, all of
  * which call it: collective, returns when out_dw is complete. */

@@ -761,6 +761,9 @@ static const shape SLICED_SHAPES[] = {
      .g = 5, .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
     {"7x7 stride 2, 3->16 on 96x90", .n = 1, .h = 96, .w = 90, .cin = 3, .cout = 16, .kh = 7,
      .kw = 7, .sh = 2, .sw = 2, .pt = 3, .pb = 3, .pl = 3, .pr = 3},
+    /* two blocks of channels (cg_conv2d_backward's pieces take every block) */
+    {"depthwise 3x3, 300 channels on 9x10, batch 2", .n = 2, .h = 9, .w = 10, .cin = 300,
+     .cout = 300, .g = 300, .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
 };
 /* On the packed path (more than 64 output channels): checked by the same-bits
  * test only, which has no reference to compute (the exact one took three

@@ -206,20 +206,21 @@ Test(conv2d_faults, nchw_own_path_exact, .timeout = 120.0)
 }
 
 /* cg_conv2d_backward of a depthwise NHWC layer of stride 1 (dx computed
- * inside the weight gradient, in one launch): a core's scratch that cannot
- * be had leaves dx, dw and db untouched; the next call is exact. Cores 24
- * and 25. */
-Test(conv2d_faults, backward_in_pieces_nothing_written, .timeout = 120.0)
+ * inside the weight gradient, in one launch), of one block of channels and
+ * of two: a core's scratch that cannot be had leaves dx, dw and db
+ * untouched (the cores having had the input gradient's alone before); the
+ * next call is exact. Cores 24-27. */
+static void backward_in_pieces_case(int channels, int mask)
 {
     const cg_conv2d c = {.layout = CG_LAYOUT_NHWC,
                          .batch = 2,
                          .in_h = 9,
                          .in_w = 8,
-                         .in_c = 16,
-                         .out_c = 16,
+                         .in_c = channels,
+                         .out_c = channels,
                          .kernel_h = 3,
                          .kernel_w = 3,
-                         .groups = 16,
+                         .groups = channels,
                          .stride_h = 1,
                          .stride_w = 1,
                          .dilation_h = 1,
@@ -228,9 +229,8 @@ Test(conv2d_faults, backward_in_pieces_nothing_written, .timeout = 120.0)
                          .pad_bottom = 1,
                          .pad_left = 1,
                          .pad_right = 1};
-    const int mask = 0x3000000;
     cgt_rng r;
-    cgt_rng_seed(&r, cgt_mix64(cgt_base_seed() ^ 0xbac4u));
+    cgt_rng_seed(&r, cgt_mix64(cgt_base_seed() ^ (uint64_t)channels));
     const size_t nx = cref_x_elems(&c), nw = cref_w_elems(&c), nb = (size_t)c.out_c;
     float *x = integers(&r, nx), *w = integers(&r, nw), *dy = integers(&r, cref_y_elems(&c));
     float *out[3] = {integers(&r, nx), integers(&r, nw), integers(&r, nb)};
@@ -246,20 +246,28 @@ Test(conv2d_faults, backward_in_pieces_nothing_written, .timeout = 120.0)
     cref_backward_weights_f32(&c, x, dy, want[1]);
     cref_backward_bias_f32(&c, dy, want[2]);
     static const char *const names[3] = {"dx", "dw", "db"};
+    /* the input gradient's scratch had first: run as two calls, the second
+     * would fail after dx is written */
+    float *warm = malloc(nx * sizeof(float));
+    cr_assert(warm);
+    cr_expect_eq(cg_conv2d_backward_data(&c, dy, w, warm, mask), CG_OK);
+    free(warm);
     cg_fault_arm(CG_FAULT_SCRATCH_ALLOC, 1, -1);
     cg_status st = cg_conv2d_backward(&c, x, dy, w, out[0], out[1], out[2], mask);
     const long fired = cg_fault_failures(CG_FAULT_SCRATCH_ALLOC);
     cg_fault_disarm_all();
-    cr_expect_eq(st, CG_ERR_NO_MEMORY, "cg_conv2d_backward: status %d", st);
-    cr_expect(fired > 0, "cg_conv2d_backward: the fault never fired");
+    cr_expect_eq(st, CG_ERR_NO_MEMORY, "cg_conv2d_backward, %d channels: status %d", channels, st);
+    cr_expect(fired > 0, "cg_conv2d_backward, %d channels: the fault never fired", channels);
     for (int k = 0; k < 3; k++)
         cr_expect(memcmp(out[k], before[k], n[k] * sizeof(float)) == 0,
-                  "cg_conv2d_backward: the failed call wrote %s", names[k]);
+                  "cg_conv2d_backward, %d channels: the failed call wrote %s", channels, names[k]);
     st = cg_conv2d_backward(&c, x, dy, w, out[0], out[1], out[2], mask);
-    cr_expect_eq(st, CG_OK, "cg_conv2d_backward: the next call's status %d", st);
+    cr_expect_eq(st, CG_OK, "cg_conv2d_backward, %d channels: the next call's status %d", channels,
+                 st);
     for (int k = 0; k < 3; k++) {
         cr_expect(memcmp(out[k], want[k], n[k] * sizeof(float)) == 0,
-                  "cg_conv2d_backward: the next call's %s is not exact", names[k]);
+                  "cg_conv2d_backward, %d channels: the next call's %s is not exact", channels,
+                  names[k]);
         free(out[k]);
         free(before[k]);
         free(want[k]);
@@ -267,4 +275,10 @@ Test(conv2d_faults, backward_in_pieces_nothing_written, .timeout = 120.0)
     free(x);
     free(w);
     free(dy);
+}
+
+Test(conv2d_faults, backward_in_pieces_nothing_written, .timeout = 120.0)
+{
+    backward_in_pieces_case(16, 0x3000000);
+    backward_in_pieces_case(300, 0xC000000);
 }
