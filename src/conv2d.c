@@ -391,10 +391,9 @@ struct job {
     atomic_llong slices_taken; /* NHWC weights: the slices taken (cg_weights_call) */
     atomic_ullong column_ranges[2 * CG_CORES_MOST]; /* NHWC weights: dw's columns shared */
     job *nhwc;                 /* NCHW through the NHWC paths: the job on the staged copies */
-    /* cg_conv2d_backward's input gradient, where it goes by the weight
-     * gradient's pieces (backward_in_pieces): op BACKWARD_DATA; whether
-     * each core (by id) has put w in order in its space this call */
-    job *data;
+    /* cg_conv2d_backward's input gradient by the weight gradient's pieces
+     * (this job op BACKWARD_DATA): whether each core (by id) has put w in
+     * order in its space this call */
     unsigned char by_tap_ready[CG_CORES_MOST];
     cg_status status;          /* of the whole launch, set by logical core 0 */
     cg_error *err;             /* the caller's: logical core 0 says there what failed */

@@ -392,23 +392,23 @@ static void sum_slice(const cg_weights_call *c, const share *s, int64_t i, int64
     int64_t r0, r1;
     cg_split_range(p->rows, (int)i, (int)s->slices, &r0, &r1);
     double *db_sums = slice_sums_db(c, s) ? db_slot(c, s, k, scratch) : NULL;
-    const int64_t block = depthwise_block(p);
-    if (c->after_piece) { /* depthwise: every block's sums rest in scratch between pieces */
-        float *space = (float *)((char *)scratch + piece_space_at(s));
+    if (cg_depthwise_kernels_take(p)) {
+        /* the rows in one piece, or in after_piece's: then every block's
+         * sums rest in accumulators of their own between pieces */
+        const int64_t block = depthwise_block(p), piece = c->after_piece ? c->piece_rows : r1 - r0;
+        float *space = c->after_piece ? (float *)((char *)scratch + piece_space_at(s)) : NULL;
         for (int64_t a = r0;;) {
-            const int64_t b = min64(r1, a + c->piece_rows);
+            const int64_t b = min64(r1, a + piece);
             for (int64_t c0 = 0; c0 < p->cout; c0 += block)
-                cg_depthwise_rows(
-                    p, c->dy, c->x, c0, min64(p->cout, c0 + block), a, b, scratch + c0 * p->taps,
-                    a > r0, b == r1 ? dst + c0 * p->taps : NULL, db_sums ? db_sums + c0 : NULL);
-            c->after_piece(c->piece_ctx, a, b, space);
+                cg_depthwise_rows(p, c->dy, c->x, c0, min64(p->cout, c0 + block), a, b,
+                                  c->after_piece ? scratch + c0 * p->taps : scratch, a > r0,
+                                  b == r1 ? dst + c0 * p->taps : NULL,
+                                  db_sums ? db_sums + c0 : NULL);
+            if (c->after_piece)
+                c->after_piece(c->piece_ctx, a, b, space);
             if ((a = b) == r1)
                 break;
         }
-    } else if (cg_depthwise_kernels_take(p)) {
-        for (int64_t c0 = 0; c0 < p->cout; c0 += block)
-            cg_depthwise_rows(p, c->dy, c->x, c0, min64(p->cout, c0 + block), r0, r1, scratch, 0,
-                              dst + c0 * p->taps, db_sums ? db_sums + c0 : NULL);
     } else {
         const cg_dw_block all = whole_dw(p);
         cg_general_rows(p, c->dy, c->x, &all, r0, r1, s->kc, scratch, beta, dst, NULL, db_sums);
