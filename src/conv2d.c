@@ -2270,6 +2270,15 @@ static void sum_groups(float *restrict dx, const float *restrict t, int64_t coun
     }
 }
 
+/* Whether an output of `floats` floats goes past the caches: larger than
+ * the last-level cache (at most 16 MiB of it: kernels/context.c), it goes
+ * to memory whatever reads it next; written by non-temporal stores, it is
+ * not read in first. */
+static int past_caches(int64_t floats)
+{
+    return floats * (int64_t)sizeof(float) > cg_kernels()->stream_bytes;
+}
+
 /* The depthwise (one input channel a group) forward, or input gradient of
  * stride 1, over output pixels [first, last) of `total`, out_h x out_w images: each output
  * row's pixels whose taps are all inside as one run of the dwconv_run
@@ -2291,11 +2300,7 @@ static void depthwise_runs(const job *jb, const dw_axis *v, const dw_axis *h, co
     axis_inside(h, out_w, &in_lo, &in_hi);
     const float **line = rows + v->taps;
     const int64_t row_floats = h->len * src_c;
-    /* an output larger than the last-level cache (at most 16 MiB of it:
-     * kernels/context.c) goes to memory whatever reads it next: written
-     * past the caches, it is not read in first */
-    const int stream =
-        !summed && total * out_c * (int64_t)sizeof(float) > cg_kernels()->stream_bytes;
+    const int stream = !summed && past_caches(total * out_c);
     for (int64_t at = first; at < last;) { /* a piece of an output row */
         const int64_t image = at / (out_h * out_w), oy = at / out_w % out_h, ox0 = at % out_w;
         const int64_t ox1 = min64(out_w, ox0 + last - at);
@@ -2442,6 +2447,7 @@ static void data_by_classes(const job *jb, const float *by_class, const float **
 {
     const cg_plan *p = &jb->plan;
     const int64_t c = p->cout, plane = p->in_h * p->in_w, m = p->cout_g;
+    const int stream = !rep && past_caches(p->batch * plane * c);
     for (int64_t pixel = first; pixel < last;) { /* a piece of an input row */
         const int64_t n = pixel / plane, ih = pixel % plane / p->in_w, iw0 = pixel % p->in_w;
         const int64_t iw1 = min64(p->in_w, iw0 + last - pixel), a = ih % p->stride_h;
@@ -2467,12 +2473,14 @@ static void data_by_classes(const job *jb, const float *by_class, const float **
             const int64_t first_tap = rows_before * p->kernel_w + rows_a * cols_before;
             float *out = jb->out + (pixel + iw - iw0) * (c / m);
             cg_kernels()->dwconv_pixel(rep ? rep->rows : out, NULL, rows, by_class + first_tap * c,
-                                       t, c);
+                                       t, c, stream);
             if (rep)
                 sum_groups(out, rep->rows, 1, c / m, m);
         }
         pixel += iw1 - iw0;
     }
+    if (stream)
+        cg_stream_fence();
 }
 
 /* Forward and input gradient, depthwise or grouped_nhwc, split by pixels:
@@ -2557,7 +2565,7 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
 
 /* ---- the whole backward pass: dx by the weight gradient's pieces ------- */
 
-/* cg_conv2d_backward of a depthwise NHWC layer of stride 1 (multiplier 1):
+/* cg_conv2d_backward of a depthwise NHWC layer (multiplier 1, any stride):
  * its input gradient runs inside
  * the weight gradient, a piece of each core's slice of dy at a time: after
  * the weight gradient has read a piece's dy (and x), the input gradient's
@@ -2569,8 +2577,8 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
  * are the separate calls'. */
 static int backward_in_pieces(const cg_conv2d *conv, const cg_plan *p)
 {
-    return conv->layout == CG_LAYOUT_NHWC && p->cin_g == 1 && p->cout_g == 1 && p->stride_h == 1 &&
-           p->stride_w == 1 && cg_depthwise_kernels_take(p);
+    return conv->layout == CG_LAYOUT_NHWC && p->cin_g == 1 && p->cout_g == 1 &&
+           cg_depthwise_kernels_take(p);
 }
 
 /* About this much of dy a piece: with its x, well inside L2 beside the
@@ -2585,8 +2593,8 @@ static int64_t piece_rows(const cg_plan *p)
     return max64(1, PIECE_DY_BYTES / row_bytes) * p->out_w;
 }
 
-/* A core's space for the input gradient's pieces: w by tap, then a run's
- * row pointers (depthwise_runs). */
+/* A core's space for the input gradient's pieces: w by tap (or by class),
+ * then a run's row pointers (depthwise_runs) or a pixel's (data_by_classes). */
 static int64_t by_tap_floats(const cg_plan *p)
 {
     return round_up(p->taps * p->cout, LINE_FLOATS);
@@ -2595,18 +2603,20 @@ static int64_t by_tap_floats(const cg_plan *p)
 static int64_t piece_space_floats(const cg_plan *p)
 {
     const int64_t pointer_floats = (int64_t)sizeof(const float *) / (int64_t)sizeof(float);
-    return by_tap_floats(p) + 2 * p->kernel_h * pointer_floats;
+    return by_tap_floats(p) + max64(2 * p->kernel_h, p->taps) * pointer_floats;
 }
 
-/* The first input row (image * in_h + iy) whose last dy row (the lowest
- * output row it reaches, min(out_h - 1, iy + pad_u)) is at or past output
- * pixel `pixel`'s row; batch * in_h past the last. */
+/* The first input row (image * in_h + iy) whose last dy row (at most
+ * min(out_h - 1, (iy + pad_u) / stride_h), the lowest output row it can
+ * reach) is at or past output pixel `pixel`'s row; batch * in_h past the
+ * last. */
 static int64_t first_input_row(const cg_plan *p, int64_t pixel)
 {
     const int64_t per_image = p->out_h * p->out_w;
     if (pixel >= p->batch * per_image)
         return p->batch * p->in_h;
-    const int64_t n = pixel / per_image, iy = pixel % per_image / p->out_w - p->pad_u;
+    const int64_t n = pixel / per_image;
+    const int64_t iy = pixel % per_image / p->out_w * p->stride_h - p->pad_u;
     return n * p->in_h + (iy >= p->in_h ? p->in_h : max64(0, iy));
 }
 
@@ -2620,17 +2630,25 @@ static void data_after_piece(void *ctx, int64_t first, int64_t last, float *spac
     if (q0 == q1)
         return;
     float *by_tap = space;
-    const int core = get_core_id();
+    const float **rows = (const float **)(space + by_tap_floats(p));
+    const int core = get_core_id(), by_class = p->stride_h > 1 || p->stride_w > 1;
     if (!jb->by_tap_ready[core]) {
-        weights_by_tap(jb, by_tap);
+        if (by_class)
+            weights_by_class(jb, by_tap);
+        else
+            weights_by_tap(jb, by_tap);
         jb->by_tap_ready[core] = 1;
+    }
+    const int64_t at = q0 * p->in_w, end = q1 * p->in_w;
+    if (by_class) {
+        data_by_classes(jb, by_tap, rows, NULL, at, end);
+        return;
     }
     const dw_axis v = {1, -p->dil_h, p->pad_u, p->out_h, p->kernel_h};
     const dw_axis h = {1, -p->dil_w, p->pad_l, p->out_w, p->kernel_w};
-    const int64_t at = q0 * p->in_w, end = q1 * p->in_w;
     int64_t asked = source_row(&v, p->in_h, p->in_w, at, 1);
-    depthwise_runs(jb, &v, &h, jb->in0, NULL, p->in_h, p->in_w, by_tap,
-                   (const float **)(space + by_tap_floats(p)), NULL, at, end, end, &asked);
+    depthwise_runs(jb, &v, &h, jb->in0, NULL, p->in_h, p->in_w, by_tap, rows, NULL, at, end, end,
+                   &asked);
 }
 
 /* ---- entry points ------------------------------------------------------ */

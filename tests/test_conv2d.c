@@ -900,6 +900,88 @@ Test(conv2d, weights_bias_same_bits_as_the_two_calls, .timeout = TEST_TIMEOUT)
     assert_no_failure(&t);
 }
 
+/* Depthwise NHWC outputs written past the caches (non-temporal stores,
+ * where the output is larger than the context's stream_bytes and its
+ * pixels whole lines): y and dx at stride 1, dx at stride 2 (alone and
+ * inside cg_conv2d_backward), exact, in line-aligned buffers. ctest runs
+ * this test once more as test_conv2d_streamed, with a last-level cache of
+ * 64 KiB asked (CONVGRAD_CACHES), so that these outputs stream; under the
+ * CPU's own caches they are written as any. */
+static const shape STREAMED_SHAPES[] = {
+    {"depthwise 3x3, 64 channels on 30x28, batch 2", .n = 2, .h = 30, .w = 28, .cin = 64,
+     .cout = 64, .g = 64, .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
+    {"depthwise 3x3 stride 2, 64 channels on 30x28, batch 2", .n = 2, .h = 30, .w = 28, .cin = 64,
+     .cout = 64, .g = 64, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pb = 1, .pl = 1, .pr = 1},
+};
+
+static float *aligned_floats(size_t n)
+{
+    float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    cr_assert(p);
+    return p;
+}
+
+Test(conv2d, depthwise_outputs_past_the_caches, .timeout = TEST_TIMEOUT)
+{
+    tally t = {"depthwise_outputs_past_the_caches", 0, 0};
+    for (size_t si = 0; si < sizeof STREAMED_SHAPES / sizeof STREAMED_SHAPES[0]; ++si) {
+        const shape *s = &STREAMED_SHAPES[si];
+        const cg_conv2d c = desc_of(s, CG_LAYOUT_NHWC);
+        const size_t nx = cref_x_elems(&c), ny = cref_y_elems(&c), nw = cref_w_elems(&c);
+        const size_t nb = (size_t)c.out_c;
+        cgt_rng r;
+        cgt_rng_seed(&r, case_seed("streamed", (int)si, 0));
+        float *x = aligned_floats(nx), *dy = aligned_floats(ny), *w = aligned_floats(nw);
+        float *b = aligned_floats(nb), *y = aligned_floats(ny), *dx = aligned_floats(nx);
+        float *dw = aligned_floats(nw), *db = aligned_floats(nb);
+        float *want_y = aligned_floats(ny), *want_dx = aligned_floats(nx);
+        float *want_dw = aligned_floats(nw), *want_db = aligned_floats(nb);
+        fill_ints(&r, x, nx, -3, 3);
+        fill_ints(&r, dy, ny, -3, 3);
+        fill_ints(&r, w, nw, -3, 3);
+        fill_ints(&r, b, nb, -4, 4);
+        cref_forward_f32(&c, x, w, b, want_y);
+        cref_backward_data_f32(&c, dy, w, want_dx);
+        cref_backward_weights_f32(&c, x, dy, want_dw);
+        cref_backward_bias_f32(&c, dy, want_db);
+        typedef struct {
+            const char *what;
+            float *got;
+            const float *want;
+            size_t n;
+        } output;
+        const output Y = {"y", y, want_y, ny}, DX = {"dx", dx, want_dx, nx};
+        const output DW = {"dw", dw, want_dw, nw}, DB = {"db", db, want_db, nb};
+        static const char *const CALLS[3] = {"cg_conv2d_forward", "cg_conv2d_backward_data",
+                                             "cg_conv2d_backward"};
+        const output outs[3][3] = {{Y}, {DX}, {DX, DW, DB}};
+        const int count[3] = {1, 1, 3};
+        for (int mask = 1; mask <= 3; mask += 2)
+            for (int call = 0; call < 3; ++call) {
+                for (int k = 0; k < count[call]; ++k)
+                    memset(outs[call][k].got, 0xFF, outs[call][k].n * sizeof(float));
+                const cg_status st = call == 0 ? cg_conv2d_forward(&c, x, w, b, y, mask)
+                                     : call == 1
+                                         ? cg_conv2d_backward_data(&c, dy, w, dx, mask)
+                                         : cg_conv2d_backward(&c, x, dy, w, dx, dw, db, mask);
+                ++t.configs;
+                for (int k = 0; k < count[call]; ++k) {
+                    const output *o = &outs[call][k];
+                    const long long at = st != CG_OK ? 0 : first_other_bits(o->got, o->want, o->n);
+                    if (at >= 0)
+                        report(&t,
+                               "[%s] mask 0x%x, %s: %s differs from the reference at %lld "
+                               "(status %d)",
+                               s->name, (unsigned)mask, CALLS[call], o->what, at, st);
+                }
+            }
+        float *all[] = {x, dy, w, b, y, dx, dw, db, want_y, want_dx, want_dw, want_db};
+        for (size_t k = 0; k < sizeof all / sizeof all[0]; ++k)
+            free(all[k]);
+    }
+    assert_no_failure(&t);
+}
+
 /* Random shapes: any groups (depthwise and depth multipliers included),
  * kernels, strides, dilations and pads, both layouts, random masks and tile
  * sizes; every operation exact as above. $CGT_SCALE (default 1) multiplies

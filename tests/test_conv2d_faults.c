@@ -205,12 +205,12 @@ Test(conv2d_faults, nchw_own_path_exact, .timeout = 120.0)
         }
 }
 
-/* cg_conv2d_backward of a depthwise NHWC layer of stride 1 (dx computed
- * inside the weight gradient, in one launch), of one block of channels and
- * of two: a core's scratch that cannot be had leaves dx, dw and db
+/* cg_conv2d_backward of a depthwise NHWC layer (dx computed inside the
+ * weight gradient, in one launch), of one block of channels and of two, of
+ * stride 1 and 2: a core's scratch that cannot be had leaves dx, dw and db
  * untouched (the cores having had the input gradient's alone before); the
- * next call is exact. Cores 24-27. */
-static void backward_in_pieces_case(int channels, int mask)
+ * next call is exact. Cores 24-29. */
+static void backward_in_pieces_case(int channels, int stride, int mask)
 {
     const cg_conv2d c = {.layout = CG_LAYOUT_NHWC,
                          .batch = 2,
@@ -221,8 +221,8 @@ static void backward_in_pieces_case(int channels, int mask)
                          .kernel_h = 3,
                          .kernel_w = 3,
                          .groups = channels,
-                         .stride_h = 1,
-                         .stride_w = 1,
+                         .stride_h = stride,
+                         .stride_w = stride,
                          .dilation_h = 1,
                          .dilation_w = 1,
                          .pad_top = 1,
@@ -230,7 +230,7 @@ static void backward_in_pieces_case(int channels, int mask)
                          .pad_left = 1,
                          .pad_right = 1};
     cgt_rng r;
-    cgt_rng_seed(&r, cgt_mix64(cgt_base_seed() ^ (uint64_t)channels));
+    cgt_rng_seed(&r, cgt_mix64(cgt_base_seed() ^ (uint64_t)(channels * 8 + stride)));
     const size_t nx = cref_x_elems(&c), nw = cref_w_elems(&c), nb = (size_t)c.out_c;
     float *x = integers(&r, nx), *w = integers(&r, nw), *dy = integers(&r, cref_y_elems(&c));
     float *out[3] = {integers(&r, nx), integers(&r, nw), integers(&r, nb)};
@@ -279,6 +279,7 @@ static void backward_in_pieces_case(int channels, int mask)
 
 Test(conv2d_faults, backward_in_pieces_nothing_written, .timeout = 120.0)
 {
-    backward_in_pieces_case(16, 0x3000000);
-    backward_in_pieces_case(300, 0xC000000);
+    backward_in_pieces_case(16, 1, 0x3000000);
+    backward_in_pieces_case(300, 1, 0xC000000);
+    backward_in_pieces_case(48, 2, 0x30000000);
 }

@@ -973,17 +973,20 @@ static void check_outer_rows(cg_outer_rows_fn *fn, const char *name, cg_isa isa,
 /* ---- dwconv_pixel ------------------------------------------------------- */
 
 /* Every channel count up to 4 tiles and a prime past them, taps missing
- * (padding), with and without a starting value; small integers, so every
- * order of the sum is exact. */
+ * (padding), with and without a starting value, streamed or not (out
+ * line-aligned: whole lines where n is a multiple of 16); small integers,
+ * so every order of the sum is exact. */
 static void check_dwconv_pixel(cg_dwconv_pixel_fn *fn, const char *name, cg_isa isa, int mr, int nr)
 {
     (void)isa, (void)mr;
     enum { TAPS = 9, MOST = 4 * 48 + 7 };
-    static float x[TAPS][MOST], w[TAPS * MOST], init[MOST], got[MOST + 1], want[MOST + 1];
+    static float x[TAPS][MOST], w[TAPS * MOST], init[MOST], want[MOST + 1];
+    static float got[MOST + 1] __attribute__((aligned(64)));
     cgt_rng r;
     cgt_rng_seed(&r, cgt_base_seed());
     for (int n = 1; n <= 4 * nr + 7 && n <= MOST; n++)
-        for (int with_init = 0; with_init < 2; with_init++) {
+        for (int how = 0; how < 4; how++) {
+            const int with_init = how & 1, stream = how >> 1;
             const float *rows[TAPS];
             for (int t = 0; t < TAPS; t++) {
                 for (int c = 0; c < n; c++) {
@@ -999,9 +1002,10 @@ static void check_dwconv_pixel(cg_dwconv_pixel_fn *fn, const char *name, cg_isa 
                     want[c] += rows[t] ? x[t][c] * w[t * n + c] : 0.0f;
             }
             got[n] = want[n] = CANARY; /* nothing past n is written */
-            fn(got, with_init ? init : NULL, rows, w, TAPS, n);
+            fn(got, with_init ? init : NULL, rows, w, TAPS, n, stream);
+            cg_stream_fence();
             cr_assert(memcmp(got, want, (size_t)(n + 1) * sizeof(float)) == 0,
-                      "%s: %d channels, init %d", name, n, with_init);
+                      "%s: %d channels, init %d, stream %d", name, n, with_init, stream);
         }
 }
 

@@ -163,10 +163,23 @@ typedef void cg_outer_rows_fn(const cg_plan *plan, const void *dy, const void *x
 
 /* One pixel of a depthwise convolution: out[c] = (init ? init[c] : 0) +
  * the sum over taps t with x[t] != NULL of x[t][c] * w[t * n + c], c < n
- * (the input gradient of a stride over 1, whose taps differ a pixel). */
+ * (the input gradient of a stride over 1, whose taps differ a pixel).
+ * Where `stream` is set, out goes to memory, not to be read soon: a kernel
+ * may write it with non-temporal stores where out and n floats are whole
+ * lines, which the caller orders (cg_stream_fence) once after its pixels:
+ * a fence a pixel made a call 1.5x slower. */
 typedef void cg_dwconv_pixel_fn(float *restrict out, const float *restrict init,
                                 const float *const *x, const float *restrict w, int64_t taps,
-                                int64_t n);
+                                int64_t n, int stream);
+
+/* Orders the non-temporal stores before it (a dwconv_pixel's with
+ * `stream`) before every store and load after it. */
+static inline void cg_stream_fence(void)
+{
+#if CG_X86_KERNELS
+    __builtin_ia32_sfence();
+#endif
+}
 
 /* A run of output pixels of a depthwise convolution (NHWC, n channels)
  * through the same taps [kw0, kw1) of every kernel row: for i < pixels and

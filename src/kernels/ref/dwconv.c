@@ -6,8 +6,9 @@
 #include "kernels/list.h"
 
 void cg_f32_dwconv_pixel_ref(float *restrict out, const float *restrict init, const float *const *x,
-                             const float *restrict w, int64_t taps, int64_t n)
+                             const float *restrict w, int64_t taps, int64_t n, int stream)
 {
+    (void)stream; /* plain stores */
     for (int64_t c = 0; c < n; c++)
         out[c] = init ? init[c] : 0.0f;
     for (int64_t t = 0; t < taps; t++)
