@@ -391,6 +391,7 @@ struct job {
     atomic_llong slices_taken; /* NHWC weights: the slices taken (cg_weights_call) */
     atomic_ullong column_ranges[2 * CG_CORES_MOST]; /* NHWC weights: dw's columns shared */
     job *nhwc;                 /* NCHW through the NHWC paths: the job on the staged copies */
+    job *data; /* op BACKWARD: its input gradient's job, run by the weight gradient's pieces */
     /* cg_conv2d_backward's input gradient by the weight gradient's pieces
      * (this job op BACKWARD_DATA): whether each core (by id) has put w in
      * order in its space this call */
@@ -2565,9 +2566,10 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
 
 /* ---- the whole backward pass: dx by the weight gradient's pieces ------- */
 
-/* cg_conv2d_backward of a depthwise NHWC layer (multiplier 1, any stride):
- * its input gradient runs inside
- * the weight gradient, a piece of each core's slice of dy at a time: after
+/* cg_conv2d_backward of a depthwise layer (multiplier 1, any stride; NCHW
+ * on its staged NHWC copies, x and dy transposed once for both gradients):
+ * its input gradient runs inside the weight gradient, a piece of each
+ * core's slice of dy at a time: after
  * the weight gradient has read a piece's dy (and x), the input gradient's
  * rows whose last dy row is in that piece are computed from the dy still
  * in cache, so dy comes from memory once for both where the two calls read
@@ -2575,10 +2577,9 @@ static cg_status depthwise_core(job *jb, int rank, cg_error *err)
  * layers, whose time is their bytes: see the README. Each dx row is one
  * core's whole and the weight gradient's sums keep their order: the bits
  * are the separate calls'. */
-static int backward_in_pieces(const cg_conv2d *conv, const cg_plan *p)
+static int backward_in_pieces(const cg_plan *p)
 {
-    return conv->layout == CG_LAYOUT_NHWC && p->cin_g == 1 && p->cout_g == 1 &&
-           cg_depthwise_kernels_take(p);
+    return p->cin_g == 1 && p->cout_g == 1 && cg_depthwise_kernels_take(p);
 }
 
 /* About this much of dy a piece: with its x, well inside L2 beside the
@@ -2752,18 +2753,23 @@ static void stage(const job *jb, int rank, int in)
             stage_image(jb, rank, to->out, jb->out, p->cin, in_pixels, 0);
         }
         break;
-    default: /* the weight gradient (with db or not: db needs no staging) */
+    default: /* the weight gradient (with db or not: db needs no staging), with dx or not */
         if (in) {
             stage_image(jb, rank, jb->in0, (float *)to->in0, p->cin, in_pixels, 1);
             stage_image(jb, rank, jb->in1, (float *)to->in1, p->cout, out_pixels, 1);
+            if (jb->data)
+                stage_weights(jb, rank, jb->data->in1, (float *)to->data->in1, 1);
         } else {
             stage_weights(jb, rank, to->out, jb->out, 0);
+            if (jb->data)
+                stage_image(jb, rank, to->data->out, jb->data->out, p->cin, in_pixels, 0);
         }
         break;
     }
 }
 
-/* Floats of the NHWC copies of op's tensors: its two inputs and output. */
+/* Floats of the NHWC copies of op's tensors: its two inputs and output,
+ * then, for cg_conv2d_backward, its input gradient's w and dx. */
 static int64_t staged_floats(cg_conv2d_op op, const cg_plan *p, int64_t *in0, int64_t *in1)
 {
     const int64_t x = image_elems(p, p->cin, 1), y = image_elems(p, p->cout, 0),
@@ -2771,7 +2777,7 @@ static int64_t staged_floats(cg_conv2d_op op, const cg_plan *p, int64_t *in0, in
     *in0 = op == CG_CONV2D_BACKWARD_DATA ? y : x;
     *in1 = weights_op(op) ? y : w;
     const int64_t out = op == CG_CONV2D_FORWARD ? y : op == CG_CONV2D_BACKWARD_DATA ? x : w;
-    return *in0 + *in1 + out;
+    return *in0 + *in1 + out + (op == CG_CONV2D_BACKWARD ? w + x : 0);
 }
 
 /* The operation of jb on the calling core. */
@@ -2844,8 +2850,13 @@ static cg_status from_host(cg_conv2d_op op, cg_error *err)
                    FUNCTION_NAMES[op], core);
 }
 
+static cg_status backward_in_turn(const cg_conv2d *conv, const float *x, const float *dy,
+                                  const float *w, float *dx, float *dw, float *db, int core_mask,
+                                  int64_t tile_rows, cg_error *err);
+
 /* op on core_mask; `data` (op CG_CONV2D_BACKWARD only): its input
- * gradient's job, run by the weight gradient's pieces. */
+ * gradient's job, run by the weight gradient's pieces (NCHW: on the staged
+ * copies, or, where they cannot be had, the two operations in turn). */
 static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0,
                             const float *in1, const float *bias, float *out, float *db,
                             int core_mask, int64_t tile_rows, job *data, cg_error *err)
@@ -2865,6 +2876,7 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
               .db = db,
               .core_mask = core_mask,
               .tile_rows = tile_rows,
+              .data = data,
               .err = err};
     s = cg_conv2d_plan(conv, &jb.plan, err);
     if (s == CG_OK)
@@ -2874,7 +2886,7 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
     if (core_mask == 0)
         return cg_fail(err, CG_ERR_CORE_MASK, "core_mask is 0");
     jb.members = GetCoreNum(core_mask);
-    job nhwc;
+    job nhwc, nhwc_data;
     if (jb.nchw && op != CG_CONV2D_BACKWARD_BIAS &&
         !(op == CG_CONV2D_FORWARD && jb.plan.cin == 1)) {
         int64_t n0, n1;
@@ -2890,6 +2902,16 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
             nhwc.in1 = copies + n0;
             nhwc.out = copies + n0 + n1;
             jb.nhwc = &nhwc;
+            if (data) { /* dy's copy, then w's and dx's after dw's */
+                nhwc_data = *data;
+                nhwc_data.in0 = nhwc.in1;
+                nhwc_data.in1 = nhwc.out + jb.plan.dw_elems;
+                nhwc_data.out = (float *)nhwc_data.in1 + jb.plan.dw_elems;
+                nhwc.data = &nhwc_data;
+            }
+        } else if (data) {
+            return backward_in_turn(conv, in0, in1, data->in1, data->out, out, db, core_mask,
+                                    tile_rows, err);
         }
     }
     job *run = jb.nhwc ? jb.nhwc : &jb;
@@ -2909,9 +2931,9 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
                               .partials = run->partial,
                               .column_ranges = jb.members <= cm_cpus() ? run->column_ranges : NULL};
     if (data) {
-        data->plan = jb.plan;
+        run->data->plan = jb.plan;
         run->weights.after_piece = data_after_piece;
-        run->weights.piece_ctx = data;
+        run->weights.piece_ctx = run->data;
         run->weights.piece_rows = tile_rows > 0 ? tile_rows : piece_rows(&jb.plan);
         run->weights.piece_floats = piece_space_floats(&jb.plan);
     }
@@ -2925,6 +2947,19 @@ cg_status cg_conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float *in0
     cg_error err;
     return cg_record(
         conv2d_run(op, conv, in0, in1, bias, out, db, core_mask, tile_rows, NULL, &err), &err);
+}
+
+/* The input gradient, then the weight gradient (and db). */
+static cg_status backward_in_turn(const cg_conv2d *conv, const float *x, const float *dy,
+                                  const float *w, float *dx, float *dw, float *db, int core_mask,
+                                  int64_t tile_rows, cg_error *err)
+{
+    const cg_conv2d_op weights = db ? CG_CONV2D_BACKWARD_WEIGHTS_BIAS : CG_CONV2D_BACKWARD_WEIGHTS;
+    const cg_status s = conv2d_run(CG_CONV2D_BACKWARD_DATA, conv, dy, w, NULL, dx, NULL, core_mask,
+                                   tile_rows, NULL, err);
+    if (s != CG_OK)
+        return s;
+    return conv2d_run(weights, conv, x, dy, NULL, dw, db, core_mask, tile_rows, NULL, err);
 }
 
 /* The input gradient by the weight gradient's pieces in one launch where
@@ -2944,17 +2979,12 @@ static cg_status backward_run(const cg_conv2d *conv, const float *x, const float
         s = from_host(CG_CONV2D_BACKWARD, err);
     if (s != CG_OK)
         return s;
-    const cg_conv2d_op weights = db ? CG_CONV2D_BACKWARD_WEIGHTS_BIAS : CG_CONV2D_BACKWARD_WEIGHTS;
-    if (backward_in_pieces(conv, &plan)) {
+    if (backward_in_pieces(&plan)) {
         job data = {.op = CG_CONV2D_BACKWARD_DATA, .in0 = dy, .in1 = w, .out = dx};
         return conv2d_run(CG_CONV2D_BACKWARD, conv, x, dy, NULL, dw, db, core_mask, tile_rows,
                           &data, err);
     }
-    s = conv2d_run(CG_CONV2D_BACKWARD_DATA, conv, dy, w, NULL, dx, NULL, core_mask, tile_rows, NULL,
-                   err);
-    if (s != CG_OK)
-        return s;
-    return conv2d_run(weights, conv, x, dy, NULL, dw, db, core_mask, tile_rows, NULL, err);
+    return backward_in_turn(conv, x, dy, w, dx, dw, db, core_mask, tile_rows, err);
 }
 
 cg_status cg_conv2d_run_backward(const cg_conv2d *conv, const float *x, const float *dy,

@@ -205,81 +205,144 @@ Test(conv2d_faults, nchw_own_path_exact, .timeout = 120.0)
         }
 }
 
-/* cg_conv2d_backward of a depthwise NHWC layer (dx computed inside the
- * weight gradient, in one launch), of one block of channels and of two, of
- * stride 1 and 2: a core's scratch that cannot be had leaves dx, dw and db
+/* A depthwise 3x3 layer (2 images of 9x8, pads 1), its inputs, and dx, dw
+ * and db from the reference. */
+typedef struct depthwise_case {
+    cg_conv2d c;
+    float *x, *w, *dy, *want[3];
+    size_t n[3];
+} depthwise_case;
+
+static const char *const BACKWARD_OUTPUTS[3] = {"dx", "dw", "db"};
+
+static void depthwise_case_init(depthwise_case *d, cg_layout layout, int channels, int stride)
+{
+    d->c = (cg_conv2d){.layout = layout,
+                       .batch = 2,
+                       .in_h = 9,
+                       .in_w = 8,
+                       .in_c = channels,
+                       .out_c = channels,
+                       .kernel_h = 3,
+                       .kernel_w = 3,
+                       .groups = channels,
+                       .stride_h = stride,
+                       .stride_w = stride,
+                       .dilation_h = 1,
+                       .dilation_w = 1,
+                       .pad_top = 1,
+                       .pad_bottom = 1,
+                       .pad_left = 1,
+                       .pad_right = 1};
+    cgt_rng r;
+    cgt_rng_seed(&r, cgt_mix64(cgt_base_seed() ^ (uint64_t)((channels * 8 + stride) * 2 + layout)));
+    d->n[0] = cref_x_elems(&d->c);
+    d->n[1] = cref_w_elems(&d->c);
+    d->n[2] = (size_t)channels;
+    d->x = integers(&r, d->n[0]);
+    d->w = integers(&r, d->n[1]);
+    d->dy = integers(&r, cref_y_elems(&d->c));
+    for (int k = 0; k < 3; k++) {
+        d->want[k] = malloc(d->n[k] * sizeof(float));
+        cr_assert(d->want[k]);
+    }
+    cref_backward_data_f32(&d->c, d->dy, d->w, d->want[0]);
+    cref_backward_weights_f32(&d->c, d->x, d->dy, d->want[1]);
+    cref_backward_bias_f32(&d->c, d->dy, d->want[2]);
+}
+
+static void depthwise_case_free(depthwise_case *d)
+{
+    for (int k = 0; k < 3; k++)
+        free(d->want[k]);
+    free(d->x);
+    free(d->w);
+    free(d->dy);
+}
+
+/* cg_conv2d_backward of a depthwise layer (dx computed inside the weight
+ * gradient, in one launch), of one block of channels and of two, of stride
+ * 1 and 2: a core's scratch that cannot be had leaves dx, dw and db
  * untouched (the cores having had the input gradient's alone before); the
  * next call is exact. Cores 24-29. */
-static void backward_in_pieces_case(int channels, int stride, int mask)
+static void backward_in_pieces_case(cg_layout layout, int channels, int stride, int mask)
 {
-    const cg_conv2d c = {.layout = CG_LAYOUT_NHWC,
-                         .batch = 2,
-                         .in_h = 9,
-                         .in_w = 8,
-                         .in_c = channels,
-                         .out_c = channels,
-                         .kernel_h = 3,
-                         .kernel_w = 3,
-                         .groups = channels,
-                         .stride_h = stride,
-                         .stride_w = stride,
-                         .dilation_h = 1,
-                         .dilation_w = 1,
-                         .pad_top = 1,
-                         .pad_bottom = 1,
-                         .pad_left = 1,
-                         .pad_right = 1};
+    depthwise_case d;
+    depthwise_case_init(&d, layout, channels, stride);
     cgt_rng r;
-    cgt_rng_seed(&r, cgt_mix64(cgt_base_seed() ^ (uint64_t)(channels * 8 + stride)));
-    const size_t nx = cref_x_elems(&c), nw = cref_w_elems(&c), nb = (size_t)c.out_c;
-    float *x = integers(&r, nx), *w = integers(&r, nw), *dy = integers(&r, cref_y_elems(&c));
-    float *out[3] = {integers(&r, nx), integers(&r, nw), integers(&r, nb)};
-    const size_t n[3] = {nx, nw, nb};
-    float *before[3], *want[3];
+    cgt_rng_seed(&r, cgt_mix64(cgt_base_seed() ^ (uint64_t)channels));
+    float *out[3], *before[3];
     for (int k = 0; k < 3; k++) {
-        before[k] = malloc(n[k] * sizeof(float));
-        want[k] = malloc(n[k] * sizeof(float));
-        cr_assert(before[k] && want[k]);
-        memcpy(before[k], out[k], n[k] * sizeof(float));
+        out[k] = integers(&r, d.n[k]);
+        before[k] = malloc(d.n[k] * sizeof(float));
+        cr_assert(before[k]);
+        memcpy(before[k], out[k], d.n[k] * sizeof(float));
     }
-    cref_backward_data_f32(&c, dy, w, want[0]);
-    cref_backward_weights_f32(&c, x, dy, want[1]);
-    cref_backward_bias_f32(&c, dy, want[2]);
-    static const char *const names[3] = {"dx", "dw", "db"};
     /* the input gradient's scratch had first: run as two calls, the second
      * would fail after dx is written */
-    float *warm = malloc(nx * sizeof(float));
+    float *warm = malloc(d.n[0] * sizeof(float));
     cr_assert(warm);
-    cr_expect_eq(cg_conv2d_backward_data(&c, dy, w, warm, mask), CG_OK);
+    cr_expect_eq(cg_conv2d_backward_data(&d.c, d.dy, d.w, warm, mask), CG_OK);
     free(warm);
     cg_fault_arm(CG_FAULT_SCRATCH_ALLOC, 1, -1);
-    cg_status st = cg_conv2d_backward(&c, x, dy, w, out[0], out[1], out[2], mask);
+    cg_status st = cg_conv2d_backward(&d.c, d.x, d.dy, d.w, out[0], out[1], out[2], mask);
     const long fired = cg_fault_failures(CG_FAULT_SCRATCH_ALLOC);
     cg_fault_disarm_all();
     cr_expect_eq(st, CG_ERR_NO_MEMORY, "cg_conv2d_backward, %d channels: status %d", channels, st);
     cr_expect(fired > 0, "cg_conv2d_backward, %d channels: the fault never fired", channels);
     for (int k = 0; k < 3; k++)
-        cr_expect(memcmp(out[k], before[k], n[k] * sizeof(float)) == 0,
-                  "cg_conv2d_backward, %d channels: the failed call wrote %s", channels, names[k]);
-    st = cg_conv2d_backward(&c, x, dy, w, out[0], out[1], out[2], mask);
+        cr_expect(memcmp(out[k], before[k], d.n[k] * sizeof(float)) == 0,
+                  "cg_conv2d_backward, %d channels: the failed call wrote %s", channels,
+                  BACKWARD_OUTPUTS[k]);
+    st = cg_conv2d_backward(&d.c, d.x, d.dy, d.w, out[0], out[1], out[2], mask);
     cr_expect_eq(st, CG_OK, "cg_conv2d_backward, %d channels: the next call's status %d", channels,
                  st);
     for (int k = 0; k < 3; k++) {
-        cr_expect(memcmp(out[k], want[k], n[k] * sizeof(float)) == 0,
+        cr_expect(memcmp(out[k], d.want[k], d.n[k] * sizeof(float)) == 0,
                   "cg_conv2d_backward, %d channels: the next call's %s is not exact", channels,
-                  names[k]);
+                  BACKWARD_OUTPUTS[k]);
         free(out[k]);
         free(before[k]);
-        free(want[k]);
     }
-    free(x);
-    free(w);
-    free(dy);
+    depthwise_case_free(&d);
 }
 
 Test(conv2d_faults, backward_in_pieces_nothing_written, .timeout = 120.0)
 {
-    backward_in_pieces_case(16, 1, 0x3000000);
-    backward_in_pieces_case(300, 1, 0xC000000);
-    backward_in_pieces_case(48, 2, 0x30000000);
+    backward_in_pieces_case(CG_LAYOUT_NHWC, 16, 1, 0x3000000);
+    backward_in_pieces_case(CG_LAYOUT_NHWC, 300, 1, 0xC000000);
+    backward_in_pieces_case(CG_LAYOUT_NHWC, 48, 2, 0x30000000);
+}
+
+/* NCHW: on its staged NHWC copies, transposed once for both gradients. */
+Test(conv2d_faults, backward_in_pieces_nchw_nothing_written, .timeout = 120.0)
+{
+    backward_in_pieces_case(CG_LAYOUT_NCHW, 16, 1, 0x3000000);
+    backward_in_pieces_case(CG_LAYOUT_NCHW, 300, 1, 0xC000000);
+    backward_in_pieces_case(CG_LAYOUT_NCHW, 48, 2, 0x30000000);
+}
+
+/* NCHW without its NHWC copies: cg_conv2d_backward makes the two calls on
+ * NCHW's own path, exact. */
+Test(conv2d_faults, backward_nchw_own_path_exact, .timeout = 120.0)
+{
+    depthwise_case d;
+    depthwise_case_init(&d, CG_LAYOUT_NCHW, 48, 2);
+    float *got[3];
+    for (int k = 0; k < 3; k++) {
+        got[k] = malloc(d.n[k] * sizeof(float));
+        cr_assert(got[k]);
+    }
+    cg_fault_arm(CG_FAULT_NCHW_STAGING, 1, -1);
+    const cg_status st = cg_conv2d_backward(&d.c, d.x, d.dy, d.w, got[0], got[1], got[2], 0x3);
+    const long refused = cg_fault_failures(CG_FAULT_NCHW_STAGING);
+    cg_fault_disarm_all();
+    cr_expect_eq(st, CG_OK, "status %d", st);
+    cr_expect(refused > 0, "the copies were never refused");
+    for (int k = 0; k < 3; k++) {
+        cr_expect(memcmp(got[k], d.want[k], d.n[k] * sizeof(float)) == 0, "%s not exact",
+                  BACKWARD_OUTPUTS[k]);
+        free(got[k]);
+    }
+    depthwise_case_free(&d);
 }
