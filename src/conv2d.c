@@ -2491,77 +2491,196 @@ static void data_by_classes(const job *jb, const float *by_class, const float **
  * (pieces_queue_of). */
 enum { PIECES_A_CORE = 64 };
 
-static cg_status depthwise_core(job *jb, int rank, cg_error *err)
+/* How a core's depthwise (or grouped) forward or input gradient goes: its
+ * space (a pointer a tap for each pixel of a call, or a run's 2 x
+ * kernel_h; w by tap; the multiplier's rows) and the axes of its runs. */
+typedef struct dw_pass {
+    int forward, runs, by_class;
+    int64_t width, height, pointers, weights, rep_floats;
+    dw_axis v, h;
+    dw_repeats rep;
+} dw_pass;
+
+static dw_pass dw_pass_of(const job *jb)
 {
     const cg_plan *p = &jb->plan;
-    const int forward = jb->op == CG_CONV2D_FORWARD;
-    const int64_t width = forward ? p->out_w : p->in_w, height = forward ? p->out_h : p->in_h;
-    const int64_t pixels = p->batch * height * width, rows_total = p->batch * height;
-    const int64_t piece = width * max64(1, rows_total / (jb->members * PIECES_A_CORE));
-    const int64_t pieces = (pixels + piece - 1) / piece;
-    int64_t first, last, *rows;
-    float *by_tap;
-    cg_split_range(pieces, rank, jb->members, &first, &last);
-    const int some = first < last; /* a core with no range of its own leaves the pieces to
-                                      the others; pointers are int64-sized here */
-    const int64_t weights = round_up(p->taps * p->cin_g * p->cout, LINE_FLOATS);
-    /* a pointer a tap for each pixel of a call, or a run's 2 x kernel_h */
-    const int64_t pointers = max64(p->taps * pixels_a_call(p), 2 * p->kernel_h);
+    dw_pass d;
+    d.forward = jb->op == CG_CONV2D_FORWARD;
+    d.width = d.forward ? p->out_w : p->in_w;
+    d.height = d.forward ? p->out_h : p->in_h;
+    d.weights = round_up(p->taps * p->cin_g * p->cout, LINE_FLOATS);
+    d.pointers = max64(p->taps * pixels_a_call(p), 2 * p->kernel_h);
     /* the multiplier's rows: the forward's repeated source rows (enough
      * slots for an output row's kernel rows), the input gradient's products
      * of a row */
     const int64_t m = p->cin_g == 1 ? p->cout_g : 1;
     const int64_t reach = (p->kernel_h - 1) * p->dil_h + 1; /* source rows an output row spans */
     const int by_kernel_row = reach > 2 * p->kernel_h;
-    dw_repeats rep = {m, m > 1 && forward ? (by_kernel_row ? p->kernel_h : reach) : 0,
-                      by_kernel_row, NULL, NULL};
-    const int64_t rep_floats = m == 1    ? 0
-                               : forward ? rep.slots * p->in_w * p->cout
-                                         : width * p->cout;
-    if (core_scratch(jb, some ? pointers + rep.slots : 0, some ? weights + rep_floats : 0, &rows,
-                     &by_tap, err) != CG_OK)
-        return CG_ERR_NO_MEMORY;
-    if (!some)
-        return CG_OK;
-    rep.rows = by_tap + weights;
-    rep.tags = rows + pointers;
-    for (int64_t s = 0; s < rep.slots; s++)
-        rep.tags[s] = -1; /* x is the call's */
-    cg_trace_mark since = cg_trace_start();
-    const int by_class = p->cin_g == 1 && !forward && (p->stride_h > 1 || p->stride_w > 1);
-    if (by_class)
+    d.rep = (dw_repeats){m, m > 1 && d.forward ? (by_kernel_row ? p->kernel_h : reach) : 0,
+                         by_kernel_row, NULL, NULL};
+    d.rep_floats = m == 1 ? 0 : d.forward ? d.rep.slots * p->in_w * p->cout : d.width * p->cout;
+    d.by_class = p->cin_g == 1 && !d.forward && (p->stride_h > 1 || p->stride_w > 1);
+    d.runs = p->cin_g == 1 && (d.forward || (p->stride_h == 1 && p->stride_w == 1));
+    d.v = d.forward ? (dw_axis){p->stride_h, p->dil_h, -p->pad_u, p->in_h, p->kernel_h}
+                    : (dw_axis){1, -p->dil_h, p->pad_u, p->out_h, p->kernel_h};
+    d.h = d.forward ? (dw_axis){p->stride_w, p->dil_w, -p->pad_l, p->in_w, p->kernel_w}
+                    : (dw_axis){1, -p->dil_w, p->pad_l, p->out_w, p->kernel_w};
+    return d;
+}
+
+/* The pass's space from a core's scratch, and w in order in it. */
+static void dw_pass_setup(const job *jb, dw_pass *d, int64_t *rows, float *by_tap)
+{
+    d->rep.rows = by_tap + d->weights;
+    d->rep.tags = rows + d->pointers;
+    for (int64_t s = 0; s < d->rep.slots; s++)
+        d->rep.tags[s] = -1; /* x is the call's */
+    const cg_trace_mark since = cg_trace_start();
+    if (d->by_class)
         weights_by_class(jb, by_tap);
     else
         weights_by_tap(jb, by_tap);
     cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
-    since = cg_trace_start();
-    const float **ptrs = (const float **)rows;
-    const int runs = p->cin_g == 1 && (forward || (p->stride_h == 1 && p->stride_w == 1));
-    const dw_axis v = forward ? (dw_axis){p->stride_h, p->dil_h, -p->pad_u, p->in_h, p->kernel_h}
-                              : (dw_axis){1, -p->dil_h, p->pad_u, p->out_h, p->kernel_h};
-    const dw_axis h = forward ? (dw_axis){p->stride_w, p->dil_w, -p->pad_l, p->in_w, p->kernel_w}
-                              : (dw_axis){1, -p->dil_w, p->pad_l, p->out_w, p->kernel_w};
+}
+
+/* Output pixels [at, end) of the pass (`then`: the core's next piece). */
+static void dw_pass_piece(const job *jb, dw_pass *d, const float *by_tap, const float **ptrs,
+                          int64_t at, int64_t end, int64_t then, int64_t *asked)
+{
+    const dw_repeats *rep = d->rep.m > 1 ? &d->rep : NULL;
+    if (*asked < 0 && d->runs)
+        *asked = source_row(&d->v, d->height, d->width, at, 1);
+    if (d->runs)
+        depthwise_runs(jb, &d->v, &d->h, jb->in0, d->forward ? jb->bias : NULL, d->height, d->width,
+                       by_tap, ptrs, rep, at, end, then, asked);
+    else if (d->forward)
+        forward_by_pixels(jb, by_tap, ptrs, at, end);
+    else if (d->by_class)
+        data_by_classes(jb, by_tap, ptrs, rep, at, end);
+    else
+        data_by_pixels(jb, by_tap, ptrs, at, end);
+}
+
+static cg_status depthwise_core(job *jb, int rank, cg_error *err)
+{
+    const cg_plan *p = &jb->plan;
+    dw_pass d = dw_pass_of(jb);
+    const int64_t pixels = p->batch * d.height * d.width, rows_total = p->batch * d.height;
+    const int64_t piece = d.width * max64(1, rows_total / (jb->members * PIECES_A_CORE));
+    const int64_t pieces = (pixels + piece - 1) / piece;
+    int64_t first, last, *rows;
+    float *by_tap;
+    cg_split_range(pieces, rank, jb->members, &first, &last);
+    const int some = first < last; /* a core with no range of its own leaves the pieces to
+                                      the others; pointers are int64-sized here */
+    if (core_scratch(jb, some ? d.pointers + d.rep.slots : 0, some ? d.weights + d.rep_floats : 0,
+                     &rows, &by_tap, err) != CG_OK)
+        return CG_ERR_NO_MEMORY;
+    if (!some)
+        return CG_OK;
+    dw_pass_setup(jb, &d, rows, by_tap);
+    const cg_trace_mark since = cg_trace_start();
     tile_queue queue = pieces_queue_of(jb, rank, pieces);
     int64_t asked = -1; /* the source rows asked for: the first piece's are read on demand */
     for (int64_t t = take_tile(&queue); t < queue.items;) {
         const int64_t next = take_tile(&queue);
         const int64_t at = t * piece, end = min64(pixels, at + piece);
         const int64_t then = next < queue.items ? next * piece : pixels;
-        if (asked < 0 && runs)
-            asked = source_row(&v, height, width, at, 1);
-        if (runs)
-            depthwise_runs(jb, &v, &h, jb->in0, forward ? jb->bias : NULL, height, width, by_tap,
-                           ptrs, m > 1 ? &rep : NULL, at, end, then, &asked);
-        else if (forward)
-            forward_by_pixels(jb, by_tap, ptrs, at, end);
-        else if (by_class)
-            data_by_classes(jb, by_tap, ptrs, m > 1 ? &rep : NULL, at, end);
-        else
-            data_by_pixels(jb, by_tap, ptrs, at, end);
+        dw_pass_piece(jb, &d, by_tap, (const float **)rows, at, end, then, &asked);
         t = next;
     }
     cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_COMPUTE, since);
     return CG_OK;
+}
+
+/* ---- NCHW depthwise forward and input gradient, a band of rows at a time -- */
+
+/* NCHW's depthwise forward and input gradient go a band of an image's
+ * output rows (about BAND_BYTES of output) at a time: each core transposes
+ * the band's source rows into an NHWC image in its scratch, computes the
+ * band there (the NHWC pass, on a job of one image) and transposes it into
+ * the caller's output, so that the tensors are read and written once,
+ * where the staged copies (run_staged) were written to memory and read
+ * back. mbv1_dw_56 in NCHW (Xeon family 6 model 207, with the transposes
+ * by columns, kernels/avx2/gemm_panel.c): forward and input gradient 1.55x
+ * as fast as staged on 1 core, 1.6-2.4x on 2; still 3x the NHWC calls'
+ * time, the transposes most of it. */
+enum { BAND_BYTES = 128 << 10 };
+
+/* The source rows (of the image) that output rows [r0, r1) reach, at most:
+ * [*lo, *hi] (empty where *lo > *hi). */
+static void band_source_rows(const cg_plan *p, int forward, int64_t r0, int64_t r1, int64_t *lo,
+                             int64_t *hi)
+{
+    const int64_t reach = (p->kernel_h - 1) * p->dil_h, len = forward ? p->in_h : p->out_h;
+    if (forward) {
+        *lo = r0 * p->stride_h - p->pad_u;
+        *hi = (r1 - 1) * p->stride_h - p->pad_u + reach;
+    } else {
+        *lo = floor_div(r0 + p->pad_u - reach, p->stride_h);
+        *hi = floor_div(r1 - 1 + p->pad_u, p->stride_h);
+    }
+    *lo = max64(*lo, 0);
+    *hi = min64(*hi, len - 1);
+}
+
+static cg_status depthwise_bands_core(job *jb, int rank, cg_error *err)
+{
+    const cg_plan *p = &jb->plan;
+    job image = *jb; /* one NHWC image in this core's scratch */
+    image.nchw = 0;
+    image.plan.batch = 1;
+    dw_pass d = dw_pass_of(&image);
+    const int64_t src_c = d.forward ? p->cin : p->cout, out_c = d.forward ? p->cout : p->cin;
+    const int64_t src_pixels = d.forward ? p->in_h * p->in_w : p->out_h * p->out_w;
+    const int64_t band = max64(1, BAND_BYTES / (d.width * out_c * (int64_t)sizeof(float)));
+    const int64_t bands = (d.height + band - 1) / band;
+    int64_t first, last, *rows;
+    float *by_tap;
+    cg_split_range(p->batch * bands, rank, jb->members, &first, &last);
+    const int some = first < last;
+    /* w by tap, the multiplier's rows, the source image, the output image */
+    const int64_t src_at = d.weights + round_up(d.rep_floats, LINE_FLOATS);
+    const int64_t out_at = src_at + round_up(src_pixels * src_c, LINE_FLOATS);
+    if (core_scratch(jb, some ? d.pointers + d.rep.slots : 0,
+                     some ? out_at + d.height * d.width * out_c : 0, &rows, &by_tap, err) != CG_OK)
+        return CG_ERR_NO_MEMORY;
+    if (!some)
+        return CG_OK;
+    dw_pass_setup(&image, &d, rows, by_tap);
+    float *src = by_tap + src_at;
+    image.in0 = src;
+    image.out = by_tap + out_at;
+    cg_transpose_fn *transpose = cg_kernels()->transpose;
+    const cg_trace_mark since = cg_trace_start();
+    for (int64_t u = first; u < last; u++) {
+        const int64_t n = u / bands, r0 = u % bands * band, r1 = min64(d.height, r0 + band);
+        int64_t lo, hi;
+        band_source_rows(p, d.forward, r0, r1, &lo, &hi);
+        const float *in = jb->in0 + n * src_c * src_pixels;
+        const int64_t width = d.forward ? p->in_w : p->out_w;
+        if (lo <= hi) /* [c][p] -> [p][c] */
+            transpose(src + lo * width * src_c, src_c, in + lo * width, src_pixels, src_c,
+                      (hi + 1 - lo) * width);
+        for (int64_t s = 0; s < d.rep.slots; s++)
+            d.rep.tags[s] = -1; /* the image's rows are another's */
+        int64_t asked = -1;
+        dw_pass_piece(&image, &d, by_tap, (const float **)rows, r0 * d.width, r1 * d.width,
+                      r1 * d.width, &asked);
+        const int64_t pixels = d.height * d.width, at = r0 * d.width, count = (r1 - r0) * d.width;
+        transpose(jb->out + n * out_c * pixels + at, pixels, image.out + at * out_c, out_c, count,
+                  out_c);
+    }
+    cg_trace_region(CG_PHASE_COMPUTE, CG_PHASE_COMPUTE, since);
+    return CG_OK;
+}
+
+/* NCHW's depthwise forward and input gradient (one input channel a group,
+ * the depthwise kernels'): by bands, not on staged copies. */
+static int depthwise_by_bands(const job *jb)
+{
+    return jb->nchw && jb->plan.cin_g == 1 && cg_depthwise_kernels_take(&jb->plan) &&
+           (jb->op == CG_CONV2D_FORWARD || jb->op == CG_CONV2D_BACKWARD_DATA);
 }
 
 /* ---- the whole backward pass: dx by the weight gradient's pieces ------- */
@@ -2786,18 +2905,20 @@ static cg_status run_op(job *jb, int rank, cg_error *err)
     const int depthwise = depthwise_nhwc(jb), by_pixel = depthwise || grouped_nhwc(jb);
     switch (jb->op) {
     case CG_CONV2D_FORWARD:
-        return by_pixel              ? depthwise_core(jb, rank, err)
-               : forward_on_rows(jb) ? forward_rows_core(jb, rank, err)
-                                     : output_pixels_core(jb, rank, err);
+        return depthwise_by_bands(jb) ? depthwise_bands_core(jb, rank, err)
+               : by_pixel             ? depthwise_core(jb, rank, err)
+               : forward_on_rows(jb)  ? forward_rows_core(jb, rank, err)
+                                      : output_pixels_core(jb, rank, err);
     case CG_CONV2D_BACKWARD_WEIGHTS:
     case CG_CONV2D_BACKWARD_WEIGHTS_BIAS:
     case CG_CONV2D_BACKWARD:
         return jb->nchw ? weights_nchw_core(jb, rank, err)
                         : cg_weights_core(&jb->weights, rank, err);
     case CG_CONV2D_BACKWARD_DATA:
-        return by_pixel              ? depthwise_core(jb, rank, err)
-               : data_by_columns(jb) ? data_columns_core(jb, rank, err)
-                                     : data_core(jb, rank, err);
+        return depthwise_by_bands(jb) ? depthwise_bands_core(jb, rank, err)
+               : by_pixel             ? depthwise_core(jb, rank, err)
+               : data_by_columns(jb)  ? data_columns_core(jb, rank, err)
+                                      : data_core(jb, rank, err);
     default: /* CG_CONV2D_BACKWARD_BIAS */
         return bias_core(jb, rank, err);
     }
@@ -2887,7 +3008,7 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
         return cg_fail(err, CG_ERR_CORE_MASK, "core_mask is 0");
     jb.members = GetCoreNum(core_mask);
     job nhwc, nhwc_data;
-    if (jb.nchw && op != CG_CONV2D_BACKWARD_BIAS &&
+    if (jb.nchw && op != CG_CONV2D_BACKWARD_BIAS && !depthwise_by_bands(&jb) &&
         !(op == CG_CONV2D_FORWARD && jb.plan.cin == 1)) {
         int64_t n0, n1;
         const int64_t floats = staged_floats(op, &jb.plan, &n0, &n1);

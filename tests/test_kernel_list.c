@@ -1243,8 +1243,12 @@ static void check_f32_to_f16(cg_f32_to_f16_fn *fn, const char *name, cg_isa isa,
 static void check_transpose(cg_transpose_fn *fn, const char *name, cg_isa isa, int mr, int nr)
 {
     (void)isa, (void)mr, (void)nr;
+    /* columns past a kernel's blocks of them too (the AVX2 one's 32) */
+    static const int wide[] = {31, 32, 33, 47, 64, 71};
+    const int n_cols = 20 + (int)(sizeof wide / sizeof wide[0]);
     for (int rows = 0; rows <= 19; rows++)
-        for (int cols = 0; cols <= 19; cols++) {
+        for (int c = 0; c < n_cols; c++) {
+            const int cols = c < 20 ? c : wide[c - 20];
             const int ld_src = cols + 2, ld_dst = rows + 3;
             float *src = malloc(sizeof(float) * (size_t)(rows * ld_src + 1));
             float *dst = malloc(sizeof(float) * (size_t)(cols * ld_dst + 1));
