@@ -2528,6 +2528,17 @@ static dw_pass dw_pass_of(const job *jb)
     return d;
 }
 
+/* w in the pass's order: by class of pixels, or by tap. */
+static void dw_pass_weights(const job *jb, const dw_pass *d, float *by_tap)
+{
+    const cg_trace_mark since = cg_trace_start();
+    if (d->by_class)
+        weights_by_class(jb, by_tap);
+    else
+        weights_by_tap(jb, by_tap);
+    cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
+}
+
 /* The pass's space from a core's scratch, and w in order in it. */
 static void dw_pass_setup(const job *jb, dw_pass *d, int64_t *rows, float *by_tap)
 {
@@ -2535,12 +2546,7 @@ static void dw_pass_setup(const job *jb, dw_pass *d, int64_t *rows, float *by_ta
     d->rep.tags = rows + d->pointers;
     for (int64_t s = 0; s < d->rep.slots; s++)
         d->rep.tags[s] = -1; /* x is the call's */
-    const cg_trace_mark since = cg_trace_start();
-    if (d->by_class)
-        weights_by_class(jb, by_tap);
-    else
-        weights_by_tap(jb, by_tap);
-    cg_trace_region(CG_PHASE_PACK, CG_PHASE_PACK, since);
+    dw_pass_weights(jb, d, by_tap);
 }
 
 /* Output pixels [at, end) of the pass (`then`: the core's next piece). */
@@ -2658,10 +2664,10 @@ static cg_status depthwise_bands_core(job *jb, int rank, cg_error *err)
         int64_t lo, hi;
         band_source_rows(p, d.forward, r0, r1, &lo, &hi);
         const float *in = jb->in0 + n * src_c * src_pixels;
-        const int64_t width = d.forward ? p->in_w : p->out_w;
+        const int64_t src_w = d.forward ? p->in_w : p->out_w;
         if (lo <= hi) /* [c][p] -> [p][c] */
-            transpose(src + lo * width * src_c, src_c, in + lo * width, src_pixels, src_c,
-                      (hi + 1 - lo) * width);
+            transpose(src + lo * src_w * src_c, src_c, in + lo * src_w, src_pixels, src_c,
+                      (hi + 1 - lo) * src_w);
         for (int64_t s = 0; s < d.rep.slots; s++)
             d.rep.tags[s] = -1; /* the image's rows are another's */
         int64_t asked = -1;
@@ -2749,26 +2755,16 @@ static void data_after_piece(void *ctx, int64_t first, int64_t last, float *spac
     const int64_t q0 = first_input_row(p, first), q1 = first_input_row(p, last);
     if (q0 == q1)
         return;
+    dw_pass d = dw_pass_of(jb); /* the input gradient's, multiplier 1: no rows of its own */
     float *by_tap = space;
-    const float **rows = (const float **)(space + by_tap_floats(p));
-    const int core = get_core_id(), by_class = p->stride_h > 1 || p->stride_w > 1;
+    const int core = get_core_id();
     if (!jb->by_tap_ready[core]) {
-        if (by_class)
-            weights_by_class(jb, by_tap);
-        else
-            weights_by_tap(jb, by_tap);
+        dw_pass_weights(jb, &d, by_tap);
         jb->by_tap_ready[core] = 1;
     }
-    const int64_t at = q0 * p->in_w, end = q1 * p->in_w;
-    if (by_class) {
-        data_by_classes(jb, by_tap, rows, NULL, at, end);
-        return;
-    }
-    const dw_axis v = {1, -p->dil_h, p->pad_u, p->out_h, p->kernel_h};
-    const dw_axis h = {1, -p->dil_w, p->pad_l, p->out_w, p->kernel_w};
-    int64_t asked = source_row(&v, p->in_h, p->in_w, at, 1);
-    depthwise_runs(jb, &v, &h, jb->in0, NULL, p->in_h, p->in_w, by_tap, rows, NULL, at, end, end,
-                   &asked);
+    int64_t asked = -1;
+    dw_pass_piece(jb, &d, by_tap, (const float **)(space + by_tap_floats(p)), q0 * p->in_w,
+                  q1 * p->in_w, q1 * p->in_w, &asked);
 }
 
 /* ---- entry points ------------------------------------------------------ */
