@@ -579,6 +579,26 @@ static void reduce_slices(const cg_weights_call *c, const share *s, int rank)
     cg_trace_region(CG_PHASE_REDUCE, CG_PHASE_FINISH, since);
 }
 
+/* One core, every slice in turn: each slice's partial added into the
+ * running sum of those before it as soon as it is made, the adds of
+ * reduce_slices in its order (the bits of every core_mask), so that two
+ * partials stay in L2 where every slice's went to memory and came back for
+ * the sum at the end. The sum is then finished into out_dw. */
+static void slices_in_order(const cg_weights_call *c, const share *s, float *scratch)
+{
+    const size_t n = c->plan.dw_elems;
+    float *sum = scratch + s->pack_floats, *part = sum + n;
+    for (int64_t i = 0; i < s->slices; i++) {
+        sum_slice(c, s, i, i, scratch, 0.0f, i == 0 ? sum : part);
+        if (i == 0)
+            continue;
+        const cg_trace_mark since = cg_trace_start();
+        for (size_t e = 0; e < n; e++)
+            sum[e] += part[e];
+        cg_trace_region(CG_PHASE_REDUCE, CG_PHASE_REDUCE, since);
+    }
+}
+
 cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err)
 {
     const cg_plan *p = &c->plan;
@@ -603,9 +623,12 @@ cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err)
             sum_slice(c, &s, 0, 0, scratch, direct_beta(c), direct_out(c));
         finish_db(c, &s, rank);
     } else {
+        const int alone = c->core_num == 1 && !s.in_team;
         if (s.in_team) {
             float *held = cm_scratch_of(c->core_mask, s.holder);
             team_slice(c, &s, rank, scratch, 0.0f, held + s.pack_floats);
+        } else if (alone) {
+            slices_in_order(c, &s, scratch);
         } else {
             int64_t i;
             for (int64_t k = 0; (i = next_slice(c, &s, k)) < s.slices; k++) {
@@ -617,7 +640,13 @@ cg_status cg_weights_core(const cg_weights_call *c, int rank, cg_error *err)
         }
         cm_bar_all(c->core_mask, 1); /* every slice's partial (and db sums) written */
         finish_db(c, &s, rank);
-        reduce_slices(c, &s, rank);
+        if (alone) {
+            const cg_trace_mark since = cg_trace_start();
+            finish_into_out(c, 0, scratch + s.pack_floats, p->dw_elems);
+            cg_trace_region(CG_PHASE_FINISH, CG_PHASE_FINISH, since);
+        } else {
+            reduce_slices(c, &s, rank);
+        }
     }
     cm_bar_all(c->core_mask, 1); /* out_dw complete, scratch free to reuse */
     return CG_OK;
