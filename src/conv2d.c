@@ -2719,17 +2719,12 @@ static int64_t piece_rows(const cg_plan *p)
     return max64(1, PIECE_DY_BYTES / row_bytes) * p->out_w;
 }
 
-/* A core's space for the input gradient's pieces: w by tap (or by class),
- * then a run's row pointers (depthwise_runs) or a pixel's (data_by_classes). */
-static int64_t by_tap_floats(const cg_plan *p)
+/* A core's space for the input gradient's pieces: its pass's w in order,
+ * then the pass's pointers (int64-sized, as depthwise_core's). */
+static int64_t piece_space_floats(const job *data)
 {
-    return round_up(p->taps * p->cout, LINE_FLOATS);
-}
-
-static int64_t piece_space_floats(const cg_plan *p)
-{
-    const int64_t pointer_floats = (int64_t)sizeof(const float *) / (int64_t)sizeof(float);
-    return by_tap_floats(p) + max64(2 * p->kernel_h, p->taps) * pointer_floats;
+    const dw_pass d = dw_pass_of(data);
+    return d.weights + d.pointers * (int64_t)(sizeof(int64_t) / sizeof(float));
 }
 
 /* The first input row (image * in_h + iy) whose last dy row (at most
@@ -2763,8 +2758,8 @@ static void data_after_piece(void *ctx, int64_t first, int64_t last, float *spac
         jb->by_tap_ready[core] = 1;
     }
     int64_t asked = -1;
-    dw_pass_piece(jb, &d, by_tap, (const float **)(space + by_tap_floats(p)), q0 * p->in_w,
-                  q1 * p->in_w, q1 * p->in_w, &asked);
+    dw_pass_piece(jb, &d, by_tap, (const float **)(space + d.weights), q0 * p->in_w, q1 * p->in_w,
+                  q1 * p->in_w, &asked);
 }
 
 /* ---- entry points ------------------------------------------------------ */
@@ -3052,7 +3047,7 @@ static cg_status conv2d_run(cg_conv2d_op op, const cg_conv2d *conv, const float 
         run->weights.after_piece = data_after_piece;
         run->weights.piece_ctx = run->data;
         run->weights.piece_rows = tile_rows > 0 ? tile_rows : piece_rows(&jb.plan);
-        run->weights.piece_floats = piece_space_floats(&jb.plan);
+        run->weights.piece_floats = piece_space_floats(run->data);
     }
     s = cm_run_here(core_mask, core_entry, &jb, err);
     return s != CG_OK ? s : jb.status;
